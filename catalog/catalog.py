@@ -1,0 +1,290 @@
+"""The catalog: stores under one warehouse root, and the read and write paths of each.
+
+Layout under the root (an fsspec URL)::
+
+    <root>/<store>/spec.json                      the store's spec (created once)
+    <root>/<store>/commits/<id:020d>.json         commit records (see catalog.commit_log)
+    <root>/<store>/changelog/<partition>/<uuid>.arrow   changelog files (catalog.changelog)
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from catalog.changelog import changelog_schema, write_changelog
+from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
+from catalog.kinds import kind_of
+from catalog.local_cache import PartitionCache, default_cache_root
+from catalog.partitioner import partitions_of
+from catalog.spec import StoreSpec, check_store_name
+from catalog.storage import Storage
+from stores.errors import (
+    CommitConflictError,
+    InvalidOptionError,
+    StoreAlreadyExistsError,
+    StoreNotFoundError,
+)
+from stores.serdes import serde_for
+from stores.types import TypeJson, to_arrow
+
+SPEC_FILE = "spec.json"
+DEFAULT_ROOT = "./state-warehouse"
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+def resolve_root(root: str | None) -> str:
+    """The warehouse root: ``root``, else ``$STATE_STORE_ROOT``, else ``./state-warehouse``."""
+    return root or os.environ.get("STATE_STORE_ROOT") or DEFAULT_ROOT
+
+
+class Catalog:
+    """Stores under one warehouse root.
+
+    Args:
+        root: fsspec URL or local path; defaults as ``resolve_root``.
+        cache_dir: where partition caches live; defaults as ``default_cache_root``.
+    """
+
+    def __init__(self, root: str | None = None, cache_dir: str | None = None) -> None:
+        self.storage = Storage(resolve_root(root))
+        self.cache_dir = cache_dir
+
+    @property
+    def root(self) -> str:
+        return self.storage.root
+
+    def list(self) -> list[str]:
+        """Names of every store, sorted."""
+        return [n for n in self.storage.list() if self.storage.exists(n, SPEC_FILE)]
+
+    def exists(self, name: str) -> bool:
+        return self.storage.exists(check_store_name(name), SPEC_FILE)
+
+    def load(self, name: str) -> StoreTable:
+        """Open a store by name.
+
+        Raises:
+            StoreNotFoundError: no such store (names the root, the existing stores and the
+                closest match).
+        """
+        check_store_name(name)
+        try:
+            data = self.storage.read_bytes(name, SPEC_FILE)
+        except FileNotFoundError:
+            existing = self.list()
+            close = difflib.get_close_matches(name, existing, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise StoreNotFoundError(
+                f"store {name!r} does not exist under {self.root}; existing: "
+                f"{', '.join(existing) or 'none'}{hint}"
+            ) from None
+        return StoreTable(self, StoreSpec.from_json(data, self.storage.url(name, SPEC_FILE)))
+
+    def new_spec(
+        self,
+        name: str,
+        kind: str,
+        key_type: TypeJson,
+        value_type: TypeJson,
+        num_partitions: int = 1,
+        **params: Any,
+    ) -> StoreSpec:
+        """Validate and build a spec without creating anything.
+
+        Raises:
+            InvalidOptionError: a bad name, kind, type, partition count or parameter.
+        """
+        check_store_name(name)
+        store_kind = kind_of(kind)
+        serde_for(key_type, column="key")
+        serde_for(value_type, column="value")
+        spec = StoreSpec(
+            name=name,
+            kind=kind,
+            key_type=key_type,
+            value_type=value_type,
+            num_partitions=num_partitions,
+            params=store_kind.make_params(params),
+        )
+        spec.check_partitions()
+        return spec
+
+    def create(self, spec: StoreSpec) -> StoreTable:
+        """Create a store from a spec made by ``new_spec``.
+
+        Raises:
+            StoreAlreadyExistsError: a store of that name exists.
+        """
+        if not self.storage.write_if_absent(spec.to_json(), spec.name, SPEC_FILE):
+            raise StoreAlreadyExistsError(
+                f"store {spec.name!r} already exists under {self.root}"
+            )
+        return StoreTable(self, spec)
+
+    def create_store(
+        self,
+        name: str,
+        kind: str,
+        key_type: TypeJson,
+        value_type: TypeJson,
+        num_partitions: int = 1,
+        **params: Any,
+    ) -> StoreTable:
+        """Create a store (see ``new_spec`` for the arguments)."""
+        return self.create(self.new_spec(name, kind, key_type, value_type, num_partitions, **params))
+
+    def ensure(self, spec: StoreSpec) -> StoreTable:
+        """Create the store of ``spec`` unless it exists; return the store as it is.
+
+        Raises:
+            CommitConflictError: a store of that name was created meanwhile with another spec.
+        """
+        try:
+            return self.create(spec)
+        except StoreAlreadyExistsError:
+            table = self.load(spec.name)
+            if table.spec.store_id != spec.store_id and not table.compatible_with(spec):
+                raise CommitConflictError(
+                    f"store {spec.name!r} was created by another writer with a different "
+                    f"spec ({table.spec.describe()}); nothing was written"
+                ) from None
+            return table
+
+    def describe(self, name: str) -> dict[str, Any]:
+        """The spec of a store plus its latest commit id."""
+        table = self.load(name)
+        return {**table.spec.describe(), "latest_commit": table.log.latest_id()}
+
+    def drop(self, name: str) -> None:
+        """Delete a store and all its files.
+
+        Raises:
+            StoreNotFoundError: no such store.
+        """
+        self.load(name)
+        # The spec goes first, so a half-finished drop leaves no store that looks whole.
+        self.storage.delete(name, SPEC_FILE)
+        self.storage.delete(name, recursive=True)
+
+
+class StoreTable:
+    """One store: its spec, commit log, writers and readers."""
+
+    def __init__(self, catalog: Catalog, spec: StoreSpec) -> None:
+        self.catalog = catalog
+        self.spec = spec
+        self.kind = kind_of(spec.kind)
+        self.log = CommitLog(catalog.storage, spec.name, spec.store_id)
+
+    def compatible_with(self, other: StoreSpec) -> bool:
+        """Whether data written for ``other`` can go into this store unchanged."""
+        mine = replace(self.spec, store_id="", created_ms=0)
+        return mine == replace(other, store_id="", created_ms=0)
+
+    def arrow_schema(self) -> pa.Schema:
+        """The typed schema of what a read returns."""
+        fields = [
+            pa.field("key", to_arrow(self.spec.key_type)),
+            pa.field("value", to_arrow(self.spec.value_type)),
+        ]
+        fields += [pa.field(c, TIMESTAMP) for c in self.kind.time_columns]
+        return pa.schema(fields)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def stage(self, keys: pa.Array, values: pa.Array, timestamps_ms: pa.Array | None) -> list[ChangelogFile]:
+        """Serialize rows, split them by partition and stage one changelog file per partition.
+
+        ``keys``/``values`` are typed Arrow arrays of the spec's types (a null value is a
+        tombstone); ``timestamps_ms`` is int64 epoch ms, required by kinds that use one.
+        """
+        spec = self.spec
+        key_bytes = serde_for(spec.key_type, column="key").encode(keys)
+        value_bytes = serde_for(spec.value_type, column="value").encode(values)
+        columns: dict[str, pa.Array] = {"key": key_bytes, "value": value_bytes}
+        if self.kind.uses_timestamp:
+            assert timestamps_ms is not None
+            columns["timestamp"] = timestamps_ms.cast(pa.int64())
+        table = pa.Table.from_pydict(columns, schema=changelog_schema(self.kind.uses_timestamp))
+        files = []
+        if spec.num_partitions == 1:
+            if table.num_rows:
+                files.append(write_changelog(self.catalog.storage, spec.name, 0, table))
+            return files
+        parts = partitions_of(key_bytes.to_pylist(), spec.num_partitions)
+        # A stable sort keeps each partition's rows in their input order.
+        table = table.take(pa.array(np.argsort(parts, kind="stable")))
+        counts = np.bincount(parts, minlength=spec.num_partitions)
+        start = 0
+        for partition, count in enumerate(counts.tolist()):
+            if count:
+                rows = table.slice(start, count)
+                files.append(write_changelog(self.catalog.storage, spec.name, partition, rows))
+            start += count
+        return files
+
+    def commit(self, files: list[ChangelogFile], *, overwrite: bool = False) -> CommitRecord:
+        """Publish staged files as the next commit (see ``catalog.commit_log``)."""
+        return self.log.publish(
+            "overwrite" if overwrite else "append",
+            sorted(files, key=lambda f: (f.partition, f.path)),
+            {"rows": sum(f.rows for f in files), "files": len(files)},
+        )
+
+    def abort(self, files: list[ChangelogFile]) -> None:
+        """Delete staged files that will never be committed."""
+        for ref in files:
+            self.catalog.storage.delete(self.spec.name, ref.path)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def check_as_of(self, as_of: int | None) -> None:
+        """Raises InvalidOptionError if ``as_of`` is given for a kind without history."""
+        if as_of is not None and not self.kind.supports_as_of:
+            raise InvalidOptionError(
+                f"option 'asOfTimestamp' applies to versioned stores only; store "
+                f"{self.spec.name!r} is a {self.spec.kind} store"
+            )
+
+    def read_partition(
+        self, partition: int, snapshot: int, as_of: int | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """Typed record batches of one partition at commit ``snapshot``."""
+        if snapshot == 0:
+            return
+        cache = PartitionCache(
+            self.catalog.storage,
+            self.spec,
+            self.spec.name,
+            partition,
+            self.catalog.cache_dir or default_cache_root(),
+        )
+        key_serde = serde_for(self.spec.key_type, column="key")
+        value_serde = serde_for(self.spec.value_type, column="value")
+        schema = self.arrow_schema()
+        with cache.open_at(snapshot) as store:
+            for raw in self.kind.scan(store, as_of):
+                columns = [key_serde.decode(raw.column(0)), value_serde.decode(raw.column(1))]
+                for i in range(2, raw.num_columns):
+                    millis = raw.column(i)
+                    columns.append(pc.multiply_checked(millis, 1000).cast(TIMESTAMP))
+                yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+    def to_arrow(self, as_of: int | None = None) -> pa.Table:
+        """The whole store at its latest commit, read in this process."""
+        self.check_as_of(as_of)
+        snapshot = self.log.latest_id()
+        batches = [
+            batch
+            for partition in range(self.spec.num_partitions)
+            for batch in self.read_partition(partition, snapshot, as_of)
+        ]
+        return pa.Table.from_batches(batches, schema=self.arrow_schema())

@@ -1,0 +1,130 @@
+"""Local materialization: each store partition as a RocksDB that caches the committed changelog.
+
+The durable files are the truth; a partition's RocksDB is a cache of them. It keeps, in its
+``state_store_meta`` column family and in the same atomic batch as the data, the id of the last
+commit it applied (Kafka's checkpointed changelog offset), and catches up by replaying the
+partition's files of newer commits, one commit per batch. A lost or stale directory is rebuilt.
+
+Several tasks and processes read the same partition at once: catching up takes an exclusive
+``flock`` on a lock file beside the database and opens it read-write; reading takes a shared lock
+and opens it read-only, which RocksDB allows alongside other read-only handles. A reader pinned to
+an older commit than the cache has reached (a write committed while its query ran) reads from a
+private, temporary materialization instead, so every query sees one snapshot.
+
+Where: ``$STATE_STORE_CACHE_DIR``, else the first of ``$SPARK_LOCAL_DIRS`` (set by Spark for
+Python workers: executor-local), else the system temporary directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from catalog.changelog import read_changelog
+from catalog.commit_log import CommitLog
+from catalog.kinds import kind_of
+from catalog.spec import StoreSpec
+from catalog.storage import Storage
+from stores.rocksdb_bytes import RocksDBBytesStore
+
+META_CF = "state_store_meta"
+_APPLIED = b"appliedCommit"
+
+
+def default_cache_root() -> str:
+    """Where partition caches live on this machine (see module doc)."""
+    explicit = os.environ.get("STATE_STORE_CACHE_DIR")
+    if explicit:
+        return explicit
+    spark_dirs = os.environ.get("SPARK_LOCAL_DIRS")
+    base = spark_dirs.split(",")[0] if spark_dirs else tempfile.gettempdir()
+    return os.path.join(base, "state_store_cache")
+
+
+def _applied(db: RocksDBBytesStore) -> int:
+    raw = db.get(_APPLIED, META_CF)
+    return int.from_bytes(raw, "big") if raw else 0
+
+
+class PartitionCache:
+    """The local RocksDB of one store partition."""
+
+    def __init__(
+        self, storage: Storage, spec: StoreSpec, store_dir: str, partition: int, cache_root: str
+    ) -> None:
+        self.storage = storage
+        self.spec = spec
+        self.store_dir = store_dir
+        self.partition = partition
+        self.kind = kind_of(spec.kind)
+        warehouse = hashlib.sha1(storage.root.encode()).hexdigest()[:12]
+        self.path = os.path.join(
+            cache_root, warehouse, f"{spec.name}-{spec.store_id}", f"p{partition:05d}"
+        )
+        self.log = CommitLog(storage, store_dir, spec.store_id)
+        self._families = (*self.kind.column_families(spec.params), META_CF)
+
+    @contextlib.contextmanager
+    def _lock(self, exclusive: bool) -> Iterator[None]:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        with open(self.path + ".lock", "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def catch_up(self, target: int) -> int:
+        """Bring the cache to commit ``target`` (never backwards); return the id it is at."""
+        with self._lock(exclusive=True):
+            return self._catch_up(self.path, target)
+
+    def _catch_up(self, path: str, target: int) -> int:
+        db = RocksDBBytesStore(path, self._families, autocommit=False)
+        try:
+            applied = _applied(db)
+            if applied >= target:
+                return applied
+            reset, records = self.log.replay_plan(applied, target)
+            if reset:  # staged in the batch of the first record's data: atomic with it
+                for family in self._families:
+                    db.clear(family)
+            store = self.kind.open(db, self.spec.params)
+            for record in records:
+                for ref in record.files_for(self.partition):
+                    self.kind.apply(store, read_changelog(self.storage, self.store_dir, ref))
+                db.put(_APPLIED, record.id.to_bytes(8, "big"), META_CF)
+                db.commit()
+            return target
+        finally:
+            db.close()
+
+    @contextlib.contextmanager
+    def open_at(self, target: int) -> Iterator[Any]:
+        """Yield the partition's store as of commit ``target``, read-only."""
+        self.catch_up(target)
+        with self._lock(exclusive=False):
+            db = RocksDBBytesStore(self.path, self._families, read_only=True)
+            try:
+                if _applied(db) == target:
+                    yield self.kind.open(db, self.spec.params)
+                    return
+            finally:
+                db.close()
+        # The cache moved past our snapshot between catch-up and read: use a private copy.
+        private = tempfile.mkdtemp(prefix="snapshot-", dir=os.path.dirname(self.path))
+        try:
+            self._catch_up(private, target)
+            db = RocksDBBytesStore(private, self._families, read_only=True)
+            try:
+                yield self.kind.open(db, self.spec.params)
+            finally:
+                db.close()
+        finally:
+            shutil.rmtree(private, ignore_errors=True)

@@ -1,0 +1,61 @@
+"""``DefaultSource``: the ``state_store`` format for Spark's Python data source API.
+
+Only picklable configuration travels to executors; RocksDB and filesystems are opened inside
+``read()``/``write()``. This module imports cheaply (Spark imports it on the first data-source
+lookup of every session): the catalog and engines are imported where they are used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceArrowWriter
+from pyspark.sql.types import StructType
+
+if TYPE_CHECKING:
+    from datasource.options import StoreOptions
+
+FORMAT = "state_store"
+
+
+class DefaultSource(DataSource):
+    """Kafka-Streams-style state stores as tables: ``spark.read.format("state_store")``.
+
+    Options (case-insensitive): ``store`` (or the name given to ``load``/``save``), ``root``
+    (warehouse URL, else ``$STATE_STORE_ROOT``, else ``./state-warehouse``), ``asOfTimestamp``
+    (versioned reads), and, when a write creates the store, ``kind``, ``numPartitions``,
+    ``historyRetention``, ``segmentInterval``.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def _options(self) -> StoreOptions:
+        from datasource.options import StoreOptions
+
+        return StoreOptions.parse(self.options)
+
+    def schema(self) -> StructType:
+        from catalog.catalog import Catalog
+        from datasource.spark_types import spark_schema
+
+        options = self._options()
+        table = Catalog(options.root).load(options.store)
+        return spark_schema(table)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from datasource.reader import StateStoreReader
+
+        return StateStoreReader.plan(self._options())
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        from datasource.writer import StateStoreWriter
+
+        return StateStoreWriter.plan(self._options(), schema, overwrite)
+
+    def __repr__(self) -> str:
+        return f"DefaultSource(options={dict(self.options)!r})"
+
+
+__all__ = ["DefaultSource", "FORMAT"]

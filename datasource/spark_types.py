@@ -1,0 +1,21 @@
+"""Spark schemas of stores and the check of a DataFrame's columns against a store."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.types import StructType
+
+from stores.types import from_arrow
+
+if TYPE_CHECKING:
+    from catalog.catalog import StoreTable
+
+
+def spark_schema(table: StoreTable) -> StructType:
+    """The Spark schema of what reading ``table`` returns."""
+    fields = [
+        {"name": f.name, "type": from_arrow(f.type), "nullable": True, "metadata": {}}
+        for f in table.arrow_schema()
+    ]
+    return StructType.fromJson({"type": "struct", "fields": fields})

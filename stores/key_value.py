@@ -1,0 +1,138 @@
+"""The plain key-value store (Kafka's ``RocksDBStore``): serialized key to serialized value.
+
+Layout: column family ``default``; RocksDB key = the serialized key, RocksDB value = the
+serialized value, exactly as Kafka's ``RocksDBStore`` keeps them. Iteration is in the byte order
+of the serialized keys.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+
+from stores.errors import InvalidOptionError
+from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
+
+
+def _check_key(key: bytes) -> None:
+    if not isinstance(key, (bytes, bytearray)):
+        raise InvalidOptionError(f"key must be bytes, got {type(key).__name__}")
+
+
+class KeyValueStore:
+    """A byte key-value store with Kafka's ``KeyValueStore`` operations.
+
+    Args:
+        path: directory of the RocksDB database; created if missing.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._db = RocksDBBytesStore(path, self.column_families())
+        self._owns_db = True
+
+    @classmethod
+    def over(cls, db: RocksDBBytesStore) -> KeyValueStore:
+        """Wrap an open bytes store whose commits its owner controls."""
+        store = cls.__new__(cls)
+        store._db = db
+        store._owns_db = False
+        return store
+
+    @staticmethod
+    def column_families() -> tuple[str, ...]:
+        """Column families this store keeps its data in."""
+        return (DEFAULT_CF,)
+
+    @property
+    def wrapped(self) -> RocksDBBytesStore:
+        """The bytes layer underneath."""
+        return self._db
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        """Store ``value`` under ``key``; a None value deletes, as in Kafka.
+
+        Raises:
+            InvalidOptionError: ``key`` is not bytes.
+        """
+        _check_key(key)
+        if value is None:
+            self._db.delete(bytes(key))
+        else:
+            self._db.put(bytes(key), bytes(value))
+        self._db.maybe_commit()
+
+    def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
+        """Store ``value`` only if ``key`` has none; return the value that was there."""
+        _check_key(key)
+        existing = self._db.get(bytes(key))
+        if existing is None:
+            self.put(key, value)
+        return existing
+
+    def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Put every entry in order, as one atomic batch."""
+        db = self._db
+        for key, value in entries:
+            _check_key(key)
+            if value is None:
+                db.delete(bytes(key))
+            else:
+                db.put(bytes(key), bytes(value))
+        db.maybe_commit()
+
+    def get(self, key: bytes) -> bytes | None:
+        """Return the value of ``key``, or None."""
+        _check_key(key)
+        return self._db.get(bytes(key))
+
+    def delete(self, key: bytes) -> bytes | None:
+        """Delete ``key`` and return its old value."""
+        existing = self.get(key)
+        self._db.delete(bytes(key))
+        self._db.maybe_commit()
+        return existing
+
+    def range(
+        self, start: bytes | None = None, end: bytes | None = None, *, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Iterate keys from ``start`` to ``end``, both inclusive (Kafka's ``range``).
+
+        A None bound is open. ``reverse=True`` is Kafka's ``reverseRange``.
+        """
+        if start is not None and end is not None and start > end:
+            return iter(())  # Kafka returns an empty iterator for inverted bounds
+        upper = None if end is None else bytes(end) + b"\x00"
+        return self._db.range(start, upper, reverse=reverse)
+
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Iterate every key that starts with ``prefix``."""
+        return self._db.range(prefix, _prefix_end(prefix))
+
+    def all(self, *, reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        """Iterate every entry in key byte order (``reverse`` for Kafka's ``reverseAll``)."""
+        if reverse:
+            return self._db.range(reverse=True)
+        return self._db.items()
+
+    def approximate_num_entries(self) -> int:
+        """Count the entries (exactly; small stores are the common case here)."""
+        return sum(1 for _ in self._db.range())
+
+    def close(self) -> None:
+        """Close the store (and its bytes layer, if this store opened it)."""
+        if self._owns_db:
+            self._db.close()
+
+    def __enter__(self) -> KeyValueStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix`` (None if unbounded)."""
+    trimmed = prefix.rstrip(b"\xff")
+    if not trimmed:
+        return None
+    return trimmed[:-1] + bytes([trimmed[-1] + 1])

@@ -1,0 +1,58 @@
+"""Fixtures only: warehouses, catalogs, and the one Spark session the suite shares."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def spark_environment() -> None:
+    """Point Spark's Python workers at this interpreter and this checkout.
+
+    Workers must import the project and find ``pyspark_state_store`` (Spark's static
+    registration scans the workers' ``sys.path``), whatever way the project was installed.
+    """
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    paths = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> str:
+    """A fresh warehouse root (a local directory)."""
+    return str(tmp_path / "warehouse")
+
+
+@pytest.fixture
+def catalog(warehouse: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A catalog over a fresh warehouse, with its own cache directory."""
+    from catalog import Catalog
+
+    return Catalog(warehouse, cache_dir=str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """The suite's one ``local[2]`` session."""
+    spark_environment()
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("state_store tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
