@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -19,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.changelog import changelog_schema, write_changelog
+from catalog.changelog import CHANGELOG_DIR, changelog_schema, write_changelog
 from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
 from catalog.kinds import kind_of
 from catalog.local_cache import PartitionCache, default_cache_root
@@ -36,6 +37,7 @@ from stores.serdes import serde_for
 from stores.types import TypeJson, to_arrow
 
 SPEC_FILE = "spec.json"
+ABORTED_DIR = "aborted"
 DEFAULT_ROOT = "./state-warehouse"
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -200,12 +202,20 @@ class StoreTable:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def stage(self, keys: pa.Array, values: pa.Array, timestamps_ms: pa.Array | None) -> list[ChangelogFile]:
+    def stage(
+        self,
+        keys: pa.Array,
+        values: pa.Array,
+        timestamps_ms: pa.Array | None,
+        write_id: str | None = None,
+    ) -> list[ChangelogFile]:
         """Serialize rows, split them by partition and stage one changelog file per partition.
 
         ``keys``/``values`` are typed Arrow arrays of the spec's types (a null value is a
         tombstone); ``timestamps_ms`` is int64 epoch ms, required by kinds that use one.
+        ``write_id`` groups the files of one write (see ``abort_write``).
         """
+        write_id = write_id or uuid.uuid4().hex
         spec = self.spec
         key_bytes = serde_for(spec.key_type, column="key").encode(keys)
         value_bytes = serde_for(spec.value_type, column="value").encode(values)
@@ -217,7 +227,7 @@ class StoreTable:
         files = []
         if spec.num_partitions == 1:
             if table.num_rows:
-                files.append(write_changelog(self.catalog.storage, spec.name, 0, table))
+                files.append(write_changelog(self.catalog.storage, spec.name, 0, table, write_id))
             return files
         parts = partitions_of(key_bytes.to_pylist(), spec.num_partitions)
         # A stable sort keeps each partition's rows in their input order.
@@ -227,7 +237,7 @@ class StoreTable:
         for partition, count in enumerate(counts.tolist()):
             if count:
                 rows = table.slice(start, count)
-                files.append(write_changelog(self.catalog.storage, spec.name, partition, rows))
+                files.append(write_changelog(self.catalog.storage, spec.name, partition, rows, write_id))
             start += count
         return files
 
@@ -243,6 +253,26 @@ class StoreTable:
         """Delete staged files that will never be committed."""
         for ref in files:
             self.catalog.storage.delete(self.spec.name, ref.path)
+
+    def abort_write(self, write_id: str, files: list[ChangelogFile]) -> None:
+        """Abort a whole write: its reported files and any other file it staged.
+
+        Spark aborts a job while some of its tasks may still run, and a task's result can be
+        lost. The abort marker is written first; a task checks it after staging its files
+        (``was_aborted``) and deletes its own files if it is there. Either the listing below
+        sees a task's file, or the task sees the marker.
+        """
+        storage = self.catalog.storage
+        storage.write_bytes(b"", self.spec.name, ABORTED_DIR, write_id)
+        self.abort(files)
+        for partition_dir in storage.list(self.spec.name, CHANGELOG_DIR):
+            for name in storage.list(self.spec.name, CHANGELOG_DIR, partition_dir):
+                if name.startswith(write_id):
+                    storage.delete(self.spec.name, CHANGELOG_DIR, partition_dir, name)
+
+    def was_aborted(self, write_id: str) -> bool:
+        """Whether ``abort_write`` has begun for ``write_id``."""
+        return self.catalog.storage.exists(self.spec.name, ABORTED_DIR, write_id)
 
     # -- reading -------------------------------------------------------------------------------
 

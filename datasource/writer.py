@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import uuid
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,7 +18,7 @@ from catalog.commit_log import ChangelogFile
 from catalog.spec import StoreSpec
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
-from stores.errors import InvalidOptionError, StoreNotFoundError
+from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
 from stores.types import describe, same_type
 
 #: Rows buffered per task before they are staged as changelog files.
@@ -39,6 +41,7 @@ class StateStoreWriter(DataSourceArrowWriter):
     """
 
     def __init__(self, root: str, spec: StoreSpec, overwrite: bool, timestamp_is_long: bool) -> None:
+        self.write_id = uuid.uuid4().hex
         self.root = root
         self.spec = spec
         self.overwrite = overwrite
@@ -133,6 +136,10 @@ class StateStoreWriter(DataSourceArrowWriter):
                     buffered, size = [], 0
             if buffered:
                 staged += self._stage(table, buffered)
+            if table.was_aborted(self.write_id):
+                raise CommitConflictError(
+                    f"the write to store {self.spec.name!r} was aborted while this task ran"
+                )
         except BaseException:
             table.abort(staged)  # a failed task leaves nothing behind
             raise
@@ -170,7 +177,10 @@ class StateStoreWriter(DataSourceArrowWriter):
                     code="INVALID_TIMESTAMP",
                 )
         return table.stage(
-            data.column("key").combine_chunks(), data.column("value").combine_chunks(), millis
+            data.column("key").combine_chunks(),
+            data.column("value").combine_chunks(),
+            millis,
+            self.write_id,
         )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -180,9 +190,9 @@ class StateStoreWriter(DataSourceArrowWriter):
         try:
             table.commit(files, overwrite=self.overwrite)
         except BaseException:
-            table.abort(files)
+            table.abort_write(self.write_id, files)
             raise
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         files = [f for m in messages if isinstance(m, StagedFiles) for f in m.files]
-        self._table().abort(files)
+        self._table().abort_write(self.write_id, files)

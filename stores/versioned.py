@@ -1,0 +1,761 @@
+"""The versioned key-value store (Kafka's ``RocksDBVersionedStore``, KIP-889/960/968).
+
+Every key keeps its versions: the latest one in the latest-value store, older ones in segments
+filed by their ``validTo`` timestamp, so that history past the retention is dropped one whole
+segment at a time (byte layouts: :mod:`stores.versioned_format`). The put algorithm is Kafka's,
+step for step, so that return values and stored bytes match Kafka's in every edge case.
+
+History retention doubles as the grace period: a write older than the observed stream time minus
+the retention is dropped. Kafka rebuilds the observed stream time by restoring its changelog;
+this store persists it in the column family ``versionedStoreMetadata``, in the same atomic batch
+as the data it describes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import operator
+import os
+from bisect import bisect_left, insort
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
+from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
+from stores.versioned_format import (
+    LATEST_PREFIX,
+    LATEST_SEGMENT_ID,
+    METADATA_CF,
+    NO_TIMESTAMP,
+    STREAM_TIME_KEY,
+    TIMESTAMP_SIZE,
+    SegmentValue,
+    decode_long,
+    encode_latest,
+    encode_long,
+    latest_timestamp,
+    min_timestamp,
+    next_timestamp,
+    segment_id,
+    segment_prefix,
+)
+
+#: Kafka's ``PUT_RETURN_CODE_NOT_PUT``: the put was older than the grace period.
+NOT_PUT = -(2**63)
+#: Kafka's ``PUT_RETURN_CODE_VALID_TO_UNDEFINED``: no newer version of the key exists.
+VALID_TO_UNDEFINED = -1
+# Kafka marks "no newer version found yet" with Long.MIN_VALUE, the same long as NOT_PUT, and
+# turns it into -1 on return; so do we, including where Kafka's restore-only NOT_PUT paths
+# come out as -1.
+_SENTINEL = NOT_PUT
+_MAX_LONG = 2**63 - 1
+# Regular segment ids are >= 0, so their keys start below 0x80.
+_SEGMENTS_END = b"\x80"
+
+
+@dataclass(frozen=True)
+class VersionedRecord:
+    """One version of a key: its value, ``validFrom`` timestamp and ``validTo`` (None: latest)."""
+
+    value: bytes
+    timestamp: int
+    valid_to: int | None = None
+
+
+def default_segment_interval_ms(history_retention_ms: int) -> int:
+    """Return the segment interval Kafka's ``Stores.persistentVersionedKeyValueStore`` picks.
+
+    Raises:
+        InvalidOptionError: ``history_retention_ms`` is not an integer >= 0.
+    """
+    retention = _non_negative(history_retention_ms, "history_retention_ms")
+    if retention <= 60_000:
+        return max(retention // 3, 2_000)
+    if retention <= 300_000:
+        return max(retention // 5, 20_000)
+    if retention <= 3_600_000:
+        return max(retention // 12, 60_000)
+    return max(retention // 24, 300_000)
+
+
+class _Rows:
+    """The rows one operation reads and writes, cached per segment.
+
+    The bytes layer already sees its own uncommitted writes; the cache spares repeated lookups
+    (and lets ``put_many`` fetch every latest value in one call). Each segment has its own dict
+    so that expiring a segment forgets its rows at once.
+    """
+
+    __slots__ = ("db", "cache")
+
+    def __init__(self, db: RocksDBBytesStore) -> None:
+        self.db = db
+        self.cache: dict[int, dict[bytes, bytes | None]] = {}
+
+    def get(self, sid: int, key: bytes) -> bytes | None:
+        rows = self.cache.get(sid)
+        if rows is None:
+            rows = self.cache[sid] = {}
+        elif key in rows:
+            return rows[key]
+        raw = rows[key] = self.db.get(segment_prefix(sid) + key)
+        return raw
+
+    def prefetch(self, sid: int, keys: list[bytes]) -> None:
+        prefix = segment_prefix(sid)
+        values = self.db.multi_get([prefix + k for k in keys])
+        self.cache.setdefault(sid, {}).update(zip(keys, values))
+
+    def put(self, sid: int, key: bytes, raw: bytes) -> None:
+        self.db.put(segment_prefix(sid) + key, raw)
+        self.cache.setdefault(sid, {})[key] = raw
+
+    def delete(self, sid: int, key: bytes) -> None:
+        self.db.delete(segment_prefix(sid) + key)
+        self.cache.setdefault(sid, {})[key] = None
+
+    def forget_below(self, sid: int) -> None:
+        for expired in [s for s in self.cache if 0 <= s < sid]:
+            del self.cache[expired]
+
+
+class VersionedKeyValueStore:
+    """A byte key-value store that keeps every version of a key, with Kafka's semantics.
+
+    Args:
+        path: directory of the RocksDB database; created if missing, reopened with its data.
+        history_retention_ms: how long old versions stay queryable; also the grace period.
+        segment_interval_ms: width of a segment; defaults as Kafka's
+            ``Stores.persistentVersionedKeyValueStore(name, historyRetention)``.
+
+    Raises:
+        InvalidOptionError: the retention is negative or the segment interval below 1 ms.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        history_retention_ms: int,
+        segment_interval_ms: int | None = None,
+    ) -> None:
+        self._configure(history_retention_ms, segment_interval_ms)
+        self._db = RocksDBBytesStore(path, self.column_families())
+        self._owns_db = True
+        self._init_state()
+
+    @classmethod
+    def over(
+        cls,
+        bytes_store: RocksDBBytesStore,
+        history_retention_ms: int,
+        segment_interval_ms: int | None = None,
+    ) -> VersionedKeyValueStore:
+        """Wrap an open bytes store (opened with :meth:`column_families`) whose owner commits.
+
+        Every write still ends in ``bytes_store.maybe_commit()``, which commits only if the
+        bytes store autocommits. Use one wrapper per bytes store: segment bookkeeping is per
+        wrapper.
+
+        Raises:
+            InvalidOptionError: the retention is negative or the segment interval below 1 ms.
+        """
+        store = cls.__new__(cls)
+        store._configure(history_retention_ms, segment_interval_ms)
+        store._db = bytes_store
+        store._owns_db = False
+        store._init_state()
+        return store
+
+    def _configure(self, history_retention_ms: int, segment_interval_ms: int | None) -> None:
+        self._retention = _non_negative(history_retention_ms, "history_retention_ms")
+        if segment_interval_ms is None:
+            self._interval = default_segment_interval_ms(self._retention)
+        else:
+            self._interval = _non_negative(segment_interval_ms, "segment_interval_ms")
+            if self._interval < 1:
+                raise InvalidOptionError(
+                    f"segment_interval_ms must be at least 1, got {segment_interval_ms}"
+                )
+
+    def _init_state(self) -> None:
+        self._closed = False
+        # Ids of the segments that may hold rows: found by a skip scan, then grown by writes.
+        # Never shrunk: reads filter by liveness, so ids of expired (or rolled-back) segments
+        # only cost a lookup, while a missing id would hide data.
+        self._segments: list[int] = []
+        start = segment_prefix(0)
+        while True:
+            first = next(iter(self._db.range(start, _SEGMENTS_END)), None)
+            if first is None:
+                break
+            if len(first[0]) < TIMESTAMP_SIZE:
+                raise CorruptDataError(f"key {first[0]!r} has no segment prefix")
+            sid = decode_long(first[0][:TIMESTAMP_SIZE])
+            self._segments.append(sid)
+            if sid == _MAX_LONG:
+                break
+            start = segment_prefix(sid + 1)
+
+    @staticmethod
+    def column_families() -> tuple[str, ...]:
+        """Column families the store needs: data in ``default``, stream time in metadata."""
+        return (DEFAULT_CF, METADATA_CF)
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def wrapped(self) -> RocksDBBytesStore:
+        """The bytes layer underneath."""
+        return self._db
+
+    @property
+    def history_retention_ms(self) -> int:
+        """History retention (and grace period) in ms."""
+        return self._retention
+
+    @property
+    def segment_interval_ms(self) -> int:
+        """Segment width in ms."""
+        return self._interval
+
+    @property
+    def observed_stream_time(self) -> int:
+        """The largest timestamp ever put (-1 before the first put).
+
+        Raises:
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        return self._stream_time()
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        """Put a version of ``key`` (a None value is a tombstone) valid from ``timestamp``.
+
+        Returns:
+            The timestamp of the next newer version of ``key`` (value or tombstone), -1 if
+            there is none, or ``NOT_PUT`` if ``timestamp`` is older than the grace period.
+
+        Raises:
+            InvalidOptionError: ``key``, ``value`` or ``timestamp`` has a wrong type or value.
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        key, value, timestamp = _checked(key, value, timestamp)
+        with self._writing():
+            stream_time = self._stream_time()
+            if timestamp < stream_time - self._retention:
+                return NOT_PUT
+            new_time = max(stream_time, timestamp)
+            result = self._do_put(_Rows(self._db), stream_time, new_time, key, value, timestamp)
+            self._save_stream_time(stream_time, new_time)
+        return result
+
+    def delete(self, key: bytes, timestamp: int) -> VersionedRecord | None:
+        """Put a tombstone for ``key`` at ``timestamp``.
+
+        Returns:
+            The version that was valid at ``timestamp`` (None if none, or if ``timestamp`` is
+            older than the grace period, in which case nothing is written).
+
+        Raises:
+            InvalidOptionError: ``key`` or ``timestamp`` has a wrong type or value.
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        key, _, timestamp = _checked(key, None, timestamp)
+        with self._writing():
+            stream_time = self._stream_time()
+            if timestamp < stream_time - self._retention:
+                return None
+            existing = self._get_as_of(key, timestamp, stream_time)
+            new_time = max(stream_time, timestamp)
+            self._do_put(_Rows(self._db), stream_time, new_time, key, None, timestamp)
+            self._save_stream_time(stream_time, new_time)
+        return existing
+
+    def put_many(self, records: Iterable[tuple[bytes, bytes | None, int]]) -> None:
+        """Put ``(key, value, timestamp)`` records in order, as one atomic batch.
+
+        The result is that of calling :meth:`put` for each record in turn. Every record is
+        checked before any is written.
+
+        Raises:
+            InvalidOptionError: a record has a wrong key, value or timestamp.
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        batch = [_checked_record(record) for record in records]
+        if not batch:
+            return
+        with self._writing():
+            stream_time = start_time = self._stream_time()
+            rows = _Rows(self._db)
+            # One read of every latest value; most puts need nothing else.
+            rows.prefetch(LATEST_SEGMENT_ID, list(dict.fromkeys(k for k, _, _ in batch)))
+            retention = self._retention
+            for key, value, timestamp in batch:
+                if timestamp < stream_time - retention:
+                    continue
+                previous, stream_time = stream_time, max(stream_time, timestamp)
+                self._do_put(rows, previous, stream_time, key, value, timestamp)
+            self._save_stream_time(start_time, stream_time)
+
+    def _writing(self) -> _WriteScope:
+        return _WriteScope(self._db)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def get(self, key: bytes, as_of: int | None = None) -> VersionedRecord | None:
+        """Return the latest version of ``key``, or the one valid at ``as_of`` (inclusive).
+
+        Tombstones read as None. As in Kafka, when ``as_of`` is older than the observed stream
+        time minus the history retention only the latest version can be returned (if it is
+        not newer than ``as_of``), even if older versions are still stored.
+
+        Raises:
+            InvalidOptionError: ``key`` or ``as_of`` has a wrong type or value.
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        key = _checked_key(key)
+        if as_of is None:
+            raw = self._db.get(LATEST_PREFIX + key)
+            return None if raw is None else _latest_record(raw)
+        as_of = _checked_timestamp(as_of, "as_of")
+        return self._get_as_of(key, as_of, self._stream_time())
+
+    def versions(
+        self,
+        key: bytes,
+        from_ts: int | None = None,
+        to_ts: int | None = None,
+        *,
+        ascending: bool = False,
+    ) -> list[VersionedRecord]:
+        """Return every version (not tombstone) of ``key`` valid at some time in the range.
+
+        That is every version with ``valid_from <= to_ts`` and ``valid_to > from_ts`` (None
+        bounds are open), newest first unless ``ascending``. As in Kafka, if ``to_ts`` is older
+        than the observed stream time minus the history retention only the latest version is
+        considered.
+
+        Raises:
+            InvalidOptionError: a bound is not an integer, or ``from_ts > to_ts``.
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        key = _checked_key(key)
+        if from_ts is not None:
+            from_ts = _checked_timestamp(from_ts, "from_ts", minimum=-(2**63))
+        if to_ts is not None:
+            to_ts = _checked_timestamp(to_ts, "to_ts", minimum=-(2**63))
+        if from_ts is not None and to_ts is not None and from_ts > to_ts:
+            raise InvalidOptionError(f"from_ts ({from_ts}) must not be after to_ts ({to_ts})")
+        stream_time = self._stream_time()
+        out: list[VersionedRecord] = []
+        raw = self._db.get(LATEST_PREFIX + key)
+        if raw is not None and (to_ts is None or latest_timestamp(raw) <= to_ts):
+            out.append(_latest_record(raw))
+        if to_ts is None or to_ts >= stream_time - self._retention:
+            # Rows are filed by validTo, so a version valid after from_ts sits in a segment
+            # at or after from_ts's. (Kafka instead searches the segments up to to_ts's, which
+            # misses versions that started before to_ts but ended in a later segment.)
+            lowest = -(2**63) if from_ts is None else self._segment_id(from_ts)
+            for sid in self._live_segments(lowest, stream_time):
+                row = self._db.get(segment_prefix(sid) + key)
+                if row is not None:
+                    out += [
+                        VersionedRecord(f.value, f.valid_from, f.valid_to)
+                        for f in SegmentValue.decode(row).find_all(from_ts, to_ts)
+                        if f.value is not None
+                    ]
+        if ascending:
+            out.reverse()
+        return out
+
+    def scan_latest(self) -> Iterator[tuple[bytes, bytes, int]]:
+        """Yield ``(key, value, timestamp)`` of every key whose latest version is a value.
+
+        Keys come in byte order.
+
+        Raises:
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        return (
+            (physical[TIMESTAMP_SIZE:], raw[TIMESTAMP_SIZE:], latest_timestamp(raw))
+            for physical, raw in self._db.range(LATEST_PREFIX, None)
+        )
+
+    def scan_as_of(self, as_of: int) -> Iterator[tuple[bytes, bytes, int, int | None]]:
+        """Yield ``(key, value, valid_from, valid_to)`` of every key with a value at ``as_of``.
+
+        Each row is what ``get(key, as_of=as_of)`` returns; keys come in byte order.
+
+        Raises:
+            InvalidOptionError: ``as_of`` is not an integer >= 0.
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        as_of = _checked_timestamp(as_of, "as_of")
+        return self._scan_as_of(as_of, self._stream_time())
+
+    def _scan_as_of(
+        self, as_of: int, stream_time: int
+    ) -> Iterator[tuple[bytes, bytes, int, int | None]]:
+        if as_of < stream_time - self._retention:
+            for key, value, ts in self.scan_latest():
+                if ts <= as_of:
+                    yield key, value, ts, None
+            return
+        sids = self._live_segments(self._segment_id(as_of), stream_time)
+        # Merge the latest-value store with every segment that can answer, by key; within a
+        # key, sources arrive latest first, then segments newest first (as listed).
+        sources = [_tagged(self._db.range(LATEST_PREFIX, None), 0)]
+        sources += [
+            _tagged(self._db.range(segment_prefix(s), segment_prefix(s + 1)), rank + 1)
+            for rank, s in enumerate(sids)
+        ]
+        merged = heapq.merge(*sources, key=operator.itemgetter(0))
+        for key, group in itertools.groupby(merged, key=operator.itemgetter(0)):
+            latest: bytes | None = None
+            rows: list[bytes] = []
+            for _, rank, raw in group:
+                if rank == 0:
+                    latest = raw
+                else:
+                    rows.append(raw)
+            record = self._resolve_as_of(latest, rows, as_of, stream_time)
+            if record is not None:
+                yield key, record.value, record.timestamp, record.valid_to
+
+    def _get_as_of(self, key: bytes, as_of: int, stream_time: int) -> VersionedRecord | None:
+        latest = self._db.get(LATEST_PREFIX + key)
+        rows = (
+            self._db.get(segment_prefix(sid) + key)
+            for sid in self._live_segments(self._segment_id(as_of), stream_time)
+        )
+        return self._resolve_as_of(latest, rows, as_of, stream_time)
+
+    def _resolve_as_of(
+        self,
+        latest: bytes | None,
+        rows: Iterable[bytes | None],
+        as_of: int,
+        stream_time: int,
+    ) -> VersionedRecord | None:
+        """Kafka's ``get(key, asOf)`` given the latest value and the rows, newest first."""
+        if latest is not None and latest_timestamp(latest) <= as_of:
+            return _latest_record(latest)
+        if as_of < stream_time - self._retention:
+            # Past the retention only the latest version answers, for predictability.
+            return None
+        for raw in rows:
+            if raw is None:
+                continue
+            if next_timestamp(raw) <= as_of:
+                return None  # this row ends before as_of, so every older row does too
+            if min_timestamp(raw) > as_of:
+                continue
+            found = SegmentValue.decode(raw).find(as_of)
+            if found.value is None:
+                return None
+            return VersionedRecord(found.value, found.valid_from, found.valid_to)
+        return None
+
+    # -- Kafka's put, step for step -------------------------------------------------------------
+
+    def _do_put(
+        self,
+        rows: _Rows,
+        previous_time: int,
+        stream_time: int,
+        key: bytes,
+        value: bytes | None,
+        timestamp: int,
+    ) -> int:
+        self._expire(rows, previous_time, stream_time)
+        found = _SENTINEL
+        latest = rows.get(LATEST_SEGMENT_ID, key)
+        if latest is not None:
+            latest_ts = latest_timestamp(latest)
+            if timestamp >= latest_ts:
+                if timestamp > latest_ts:
+                    # The latest version now ends at timestamp: file it in that segment.
+                    sid = self._segment_id(timestamp)
+                    if self._is_live(sid, stream_time):
+                        self._append_to_row(
+                            rows, sid, key, latest[TIMESTAMP_SIZE:], latest_ts, timestamp
+                        )
+                if value is not None:
+                    rows.put(LATEST_SEGMENT_ID, key, encode_latest(value, timestamp))
+                else:
+                    rows.delete(LATEST_SEGMENT_ID, key)
+                return VALID_TO_UNDEFINED
+            found = latest_ts
+
+        for sid in self._live_segments(self._segment_id(timestamp), stream_time):
+            raw = rows.get(sid, key)
+            if raw is None:
+                continue
+            if next_timestamp(raw) <= timestamp:
+                break  # no older row can be affected; finish with what was found
+            row_min = min_timestamp(raw)
+            if row_min <= timestamp:
+                return self._put_into_row(rows, stream_time, sid, raw, key, value, timestamp)
+            if row_min < stream_time - self._retention:
+                return VALID_TO_UNDEFINED  # Kafka's NOT_PUT, reported as -1 (see _SENTINEL)
+            found = row_min
+
+        found = self._finish_put(rows, stream_time, key, value, timestamp, found)
+        return VALID_TO_UNDEFINED if found == _SENTINEL else found
+
+    def _put_into_row(
+        self,
+        rows: _Rows,
+        stream_time: int,
+        sid: int,
+        raw: bytes,
+        key: bytes,
+        value: bytes | None,
+        timestamp: int,
+    ) -> int:
+        """Put into the row whose span holds ``timestamp``; return the new version's validTo."""
+        row = SegmentValue.decode(raw)
+        found = row.find(timestamp)
+        own_sid = self._segment_id(timestamp)
+        if found.valid_from == timestamp:
+            row.update_record(timestamp, value, found.index)
+        elif own_sid != sid:
+            # The found version now ends at timestamp, which files it in an older segment.
+            if self._is_live(own_sid, stream_time):
+                self._append_to_row(rows, own_sid, key, found.value, found.valid_from, timestamp)
+            row.update_record(timestamp, value, found.index)
+        else:
+            row.insert(timestamp, value, found.index)
+        self._write_row(rows, sid, key, row)
+        return found.valid_to
+
+    def _finish_put(
+        self,
+        rows: _Rows,
+        stream_time: int,
+        key: bytes,
+        value: bytes | None,
+        timestamp: int,
+        found: int,
+    ) -> int:
+        """Put a version no row spans: as latest, or next to the version found at ``found``."""
+        if found == _SENTINEL:
+            if value is not None:
+                rows.put(LATEST_SEGMENT_ID, key, encode_latest(value, timestamp))
+                return found
+            # A tombstone never goes to the latest-value store (it would never expire).
+            sid = self._segment_id(timestamp)
+            if not self._is_live(sid, stream_time):
+                return _SENTINEL
+            raw = rows.get(sid, key)
+            if raw is None:
+                row = SegmentValue.with_record(None, timestamp, timestamp)  # degenerate
+            else:
+                row_next = next_timestamp(raw)
+                if row_next == timestamp:
+                    return found  # the row's end already marks this tombstone
+                row = SegmentValue.decode(raw)
+                row.insert_as_latest(row_next, timestamp, None)
+            self._write_row(rows, sid, key, row)
+            return found
+
+        sid = self._segment_id(found)
+        if not self._is_live(sid, stream_time):
+            return _SENTINEL
+        raw = rows.get(sid, key)
+        if raw is None:
+            row = SegmentValue.with_record(value, timestamp, found)
+        else:
+            row = SegmentValue.decode(raw)
+            if row.next_ts <= timestamp:
+                # Possible after a degenerate row left a gap before the next version.
+                row.insert_as_latest(timestamp, found, value)
+            else:
+                row.insert_as_earliest(timestamp, value)
+        self._write_row(rows, sid, key, row)
+        return found
+
+    def _append_to_row(
+        self,
+        rows: _Rows,
+        sid: int,
+        key: bytes,
+        value: bytes | None,
+        valid_from: int,
+        valid_to: int,
+    ) -> None:
+        raw = rows.get(sid, key)
+        if raw is None:
+            row = SegmentValue.with_record(value, valid_from, valid_to)
+        else:
+            row = SegmentValue.decode(raw)
+            row.insert_as_latest(valid_from, valid_to, value)
+        self._write_row(rows, sid, key, row)
+
+    def _write_row(self, rows: _Rows, sid: int, key: bytes, row: SegmentValue) -> None:
+        rows.put(sid, key, row.encode())
+        index = bisect_left(self._segments, sid)
+        if index == len(self._segments) or self._segments[index] != sid:
+            insort(self._segments, sid)
+
+    # -- segments and stream time ---------------------------------------------------------------
+
+    def _segment_id(self, timestamp: int) -> int:
+        return segment_id(timestamp, self._interval)
+
+    def _min_live(self, stream_time: int) -> int:
+        return segment_id(stream_time - self._retention, self._interval)
+
+    def _is_live(self, sid: int, stream_time: int) -> bool:
+        return sid >= self._min_live(stream_time)
+
+    def _live_segments(self, lowest: int, stream_time: int) -> list[int]:
+        """Known segment ids ``>= lowest`` that are live at ``stream_time``, newest first."""
+        start = bisect_left(self._segments, max(lowest, self._min_live(stream_time)))
+        return self._segments[start:][::-1]
+
+    def _expire(self, rows: _Rows, previous_time: int, stream_time: int) -> None:
+        """Drop the segments that expire as stream time moves from previous to current.
+
+        Segments below the previous stream time's limit were dropped in the batch that
+        recorded that time, so this depends only on stored state (and survives a rollback).
+        """
+        limit = self._min_live(stream_time)
+        if limit > max(self._min_live(previous_time), 0):
+            self._db.delete_range(segment_prefix(0), segment_prefix(limit))
+            rows.forget_below(limit)
+
+    def _stream_time(self) -> int:
+        raw = self._db.get(STREAM_TIME_KEY, METADATA_CF)
+        return NO_TIMESTAMP if raw is None else decode_long(raw)
+
+    def _save_stream_time(self, previous: int, current: int) -> None:
+        if current != previous:
+            self._db.put(STREAM_TIME_KEY, encode_long(current), METADATA_CF)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed or self._db.closed:
+            raise StoreClosedError(f"the versioned store at {self._db.path} is closed")
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called (or the bytes store underneath was closed)."""
+        return self._closed or self._db.closed
+
+    def close(self) -> None:
+        """Close the store (and its bytes layer, if this store opened it)."""
+        self._closed = True
+        if self._owns_db:
+            self._db.close()
+
+    def __enter__(self) -> VersionedKeyValueStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _WriteScope:
+    """Ends a public write: commit if autocommitting, else leave it to the owner.
+
+    On an error an autocommitting store discards the operation's staged writes, so that a
+    failed call is not committed by the next one.
+    """
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: RocksDBBytesStore) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.db.maybe_commit()
+        elif self.db.autocommit:
+            self.db.rollback()
+
+
+def _tagged(
+    entries: Iterable[tuple[bytes, bytes]], rank: int
+) -> Iterator[tuple[bytes, int, bytes]]:
+    for physical, raw in entries:
+        yield physical[TIMESTAMP_SIZE:], rank, raw
+
+
+def _latest_record(raw: bytes) -> VersionedRecord:
+    return VersionedRecord(raw[TIMESTAMP_SIZE:], latest_timestamp(raw))
+
+
+# -- argument checks ----------------------------------------------------------------------------
+
+
+def _checked_key(key: Any) -> bytes:
+    if isinstance(key, bytes):
+        return key
+    if isinstance(key, (bytearray, memoryview)):
+        return bytes(key)
+    raise InvalidOptionError(f"key must be bytes, got {type(key).__name__}")
+
+
+def _checked_timestamp(value: Any, name: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise InvalidOptionError(
+            f"{name} must be an integer (epoch milliseconds), got {type(value).__name__}"
+        )
+    number = operator.index(value)
+    if not minimum <= number <= _MAX_LONG:
+        bound = "between -2**63 and 2**63-1" if minimum < 0 else "between 0 and 2**63-1"
+        raise InvalidOptionError(f"{name} must be {bound}, got {number}")
+    return number
+
+
+def _non_negative(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise InvalidOptionError(f"{name} must be an integer (ms), got {type(value).__name__}")
+    number = operator.index(value)
+    if not 0 <= number <= _MAX_LONG:
+        raise InvalidOptionError(f"{name} must be between 0 and 2**63-1 ms, got {number}")
+    return number
+
+
+def _checked_record(record: Any) -> tuple[bytes, bytes | None, int]:
+    try:
+        key, value, timestamp = record
+    except (TypeError, ValueError):
+        raise InvalidOptionError(
+            f"records must be (key, value, timestamp) tuples, got {record!r:.80}"
+        ) from None
+    return _checked(key, value, timestamp)
+
+
+def _checked(key: Any, value: Any, timestamp: Any) -> tuple[bytes, bytes | None, int]:
+    key = _checked_key(key)
+    if value is not None and not isinstance(value, bytes):
+        if not isinstance(value, (bytearray, memoryview)):
+            raise InvalidOptionError(f"value must be bytes or None, got {type(value).__name__}")
+        value = bytes(value)
+    return key, value, _checked_timestamp(timestamp, "timestamp")
+
+
+__all__ = [
+    "NOT_PUT",
+    "VALID_TO_UNDEFINED",
+    "VersionedKeyValueStore",
+    "VersionedRecord",
+    "default_segment_interval_ms",
+]

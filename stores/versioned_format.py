@@ -1,0 +1,359 @@
+"""Byte layouts of the versioned store, identical to Kafka's ``RocksDBVersionedStore``.
+
+Everything lives in one RocksDB. Kafka keeps the latest-value store and every segment as
+*logical* segments of one physical store: each RocksDB key is the segment id (8-byte big-endian
+two's-complement long) followed by the serialized record key. The latest-value store is Kafka's
+reserved segment ``-1``, so its keys sort after every regular segment's. All longs and ints are
+big-endian and signed, as Java's ``ByteBuffer`` writes them.
+
+========================  ======================  ==============================================
+column family / entry     RocksDB key             RocksDB value
+========================  ======================  ==============================================
+``default``: latest       ``ff*8 + key``          ``timestamp (8) + value``; never a tombstone
+``default``: segment s    ``s (8) + key``         segment row, see below
+``versionedStoreMetadata``  ``b"observedStreamTime"``  observed stream time (8)
+========================  ======================  ==============================================
+
+A segment row holds every version of one key whose ``validTo`` falls in the segment
+(``segment id = validTo / segmentInterval``, Java division)::
+
+    next_timestamp (8)            validTo of the newest version in the row
+    min_timestamp (8)             validFrom of the oldest version in the row
+    n x [timestamp (8), size (4)] newest first; size -1 marks a tombstone (no value bytes)
+    values                        oldest first, so the newest value ends the row
+
+The header list has no length: it ends at the first entry whose timestamp equals
+``min_timestamp``. A *degenerate* row (``next_timestamp == min_timestamp``) holds one tombstone
+that was the latest version when written and has no known ``validTo``.
+
+:class:`SegmentValue` decodes a row whole and re-encodes it; Kafka edits the bytes in place, but
+since the layout above is canonical the bytes come out the same. Its operations are Kafka's,
+including the truncation with which ``insert_as_latest`` repairs rows left overlapping by an
+interrupted write.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from stores.errors import CorruptDataError, InvalidOptionError
+
+TIMESTAMP_SIZE = 8
+VALUE_SIZE = 4
+#: Kafka's ``ConsumerRecord.NO_TIMESTAMP``: the stream time of a store that saw no write.
+NO_TIMESTAMP = -1
+#: The reserved segment id of the latest-value store.
+LATEST_SEGMENT_ID = -1
+METADATA_CF = "versionedStoreMetadata"
+STREAM_TIME_KEY = b"observedStreamTime"
+
+_LONG = struct.Struct(">q")
+_TWO_LONGS = struct.Struct(">qq")
+_ENTRY = struct.Struct(">qi")
+_HEADER = 2 * TIMESTAMP_SIZE
+_ENTRY_SIZE = TIMESTAMP_SIZE + VALUE_SIZE
+
+
+# -- keys and small values --------------------------------------------------------------------
+
+
+def segment_id(timestamp: int, segment_interval: int) -> int:
+    """Return the id of the segment holding ``timestamp`` (Java's truncating division)."""
+    quotient = abs(timestamp) // segment_interval
+    return quotient if timestamp >= 0 else -quotient
+
+
+def segment_prefix(seg_id: int) -> bytes:
+    """Return the key prefix of a logical segment."""
+    return _LONG.pack(seg_id)
+
+
+LATEST_PREFIX = segment_prefix(LATEST_SEGMENT_ID)
+
+
+def encode_long(value: int) -> bytes:
+    """Encode a Java long (the stream-time metadata value)."""
+    return _LONG.pack(value)
+
+
+def decode_long(raw: bytes) -> int:
+    """Decode a Java long.
+
+    Raises:
+        CorruptDataError: ``raw`` is not 8 bytes.
+    """
+    if len(raw) != TIMESTAMP_SIZE:
+        raise CorruptDataError(f"expected an 8-byte long, got {len(raw)} bytes")
+    value: int = _LONG.unpack(raw)[0]
+    return value
+
+
+def encode_latest(value: bytes, timestamp: int) -> bytes:
+    """Encode a latest-value entry: ``timestamp (8) + value``."""
+    return _LONG.pack(timestamp) + value
+
+
+def latest_timestamp(raw: bytes) -> int:
+    """Return the timestamp of a latest-value entry.
+
+    Raises:
+        CorruptDataError: ``raw`` is shorter than a timestamp.
+    """
+    if len(raw) < TIMESTAMP_SIZE:
+        raise CorruptDataError(f"latest-value entry of {len(raw)} bytes has no timestamp")
+    ts: int = _LONG.unpack_from(raw)[0]
+    return ts
+
+
+def decode_latest(raw: bytes) -> tuple[bytes, int]:
+    """Return ``(value, timestamp)`` of a latest-value entry.
+
+    Raises:
+        CorruptDataError: ``raw`` is shorter than a timestamp.
+    """
+    return raw[TIMESTAMP_SIZE:], latest_timestamp(raw)
+
+
+def next_timestamp(raw: bytes) -> int:
+    """Return a segment row's ``next_timestamp`` without decoding the row.
+
+    Raises:
+        CorruptDataError: ``raw`` is shorter than the row header.
+    """
+    return _row_header(raw)[0]
+
+
+def min_timestamp(raw: bytes) -> int:
+    """Return a segment row's ``min_timestamp`` without decoding the row.
+
+    Raises:
+        CorruptDataError: ``raw`` is shorter than the row header.
+    """
+    return _row_header(raw)[1]
+
+
+def _row_header(raw: bytes) -> tuple[int, int]:
+    if len(raw) < _HEADER:
+        raise CorruptDataError(f"segment row of {len(raw)} bytes has no header")
+    header: tuple[int, int] = _TWO_LONGS.unpack_from(raw)
+    return header
+
+
+# -- segment rows ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentSearchResult:
+    """One version found in a segment row: its index (0 = newest) and validity interval."""
+
+    index: int
+    valid_from: int
+    valid_to: int
+    value: bytes | None
+
+
+class SegmentValue:
+    """A decoded segment row with Kafka's ``SegmentValue`` operations.
+
+    ``is_degenerate`` tells whether the row is a lone tombstone with no known ``validTo``.
+
+    Args:
+        next_ts: ``validTo`` of the newest version.
+        min_ts: ``validFrom`` of the oldest version.
+        records: ``(timestamp, value or None)`` pairs, newest first.
+    """
+
+    __slots__ = ("next_ts", "min_ts", "records", "is_degenerate")
+
+    def __init__(self, next_ts: int, min_ts: int, records: list[tuple[int, bytes | None]]) -> None:
+        self.next_ts = next_ts
+        self.min_ts = min_ts
+        self.records = records
+        # Kafka decides degeneracy when a row is built or reset, not after every edit; a
+        # stored flag keeps that exact behaviour.
+        self.is_degenerate = next_ts == min_ts
+
+    @classmethod
+    def with_record(cls, value: bytes | None, valid_from: int, valid_to: int) -> SegmentValue:
+        """A row of one version; ``valid_from == valid_to`` with a None value is degenerate."""
+        return cls(valid_to, valid_from, [(valid_from, value)])
+
+    @classmethod
+    def decode(cls, raw: bytes) -> SegmentValue:
+        """Decode a row.
+
+        Raises:
+            CorruptDataError: the bytes do not follow the row layout.
+        """
+        next_ts, min_ts = _row_header(raw)
+        entries: list[tuple[int, int]] = []
+        offset = _HEADER
+        while True:
+            if offset + _ENTRY_SIZE > len(raw):
+                raise CorruptDataError("segment row ends before its min_timestamp entry")
+            ts, size = _ENTRY.unpack_from(raw, offset)
+            offset += _ENTRY_SIZE
+            entries.append((ts, size))
+            if ts == min_ts:
+                break
+        # Values run oldest first, so the newest value is the row's last bytes.
+        end = len(raw)
+        records: list[tuple[int, bytes | None]] = []
+        for ts, size in entries:
+            if size < 0:
+                records.append((ts, None))
+            else:
+                records.append((ts, raw[end - size : end]))
+                end -= size
+        if end != offset:
+            raise CorruptDataError(
+                f"segment row has {end - offset} bytes between its headers and its values"
+            )
+        return cls(next_ts, min_ts, records)
+
+    def encode(self) -> bytes:
+        """Encode the row in Kafka's layout."""
+        parts = [_TWO_LONGS.pack(self.next_ts, self.min_ts)]
+        parts += [_ENTRY.pack(ts, -1 if v is None else len(v)) for ts, v in self.records]
+        parts += [v for _, v in reversed(self.records) if v is not None]
+        return b"".join(parts)
+
+    def find(self, timestamp: int) -> SegmentSearchResult:
+        """Return the newest version with ``validFrom <= timestamp``.
+
+        Raises:
+            InvalidOptionError: ``timestamp`` is outside ``[min_ts, next_ts)`` (always so for a
+                degenerate row).
+        """
+        if timestamp < self.min_ts:
+            raise InvalidOptionError(f"timestamp {timestamp} is before this segment row")
+        if timestamp >= self.next_ts:
+            raise InvalidOptionError(f"timestamp {timestamp} is after this segment row")
+        valid_to = self.next_ts
+        for index, (ts, value) in enumerate(self.records):
+            if ts <= timestamp:
+                return SegmentSearchResult(index, ts, valid_to, value)
+            valid_to = ts
+        raise CorruptDataError("segment row has no version at or before its min_timestamp")
+
+    def find_all(self, from_ts: int | None, to_ts: int | None) -> list[SegmentSearchResult]:
+        """Return the values (not tombstones) valid at some time in ``[from_ts, to_ts]``.
+
+        A None bound is open. Results are newest first.
+        """
+        out = []
+        valid_to = self.next_ts
+        for index, (ts, value) in enumerate(self.records):
+            if (
+                value is not None
+                and (to_ts is None or ts <= to_ts)
+                and (from_ts is None or valid_to > from_ts)
+            ):
+                out.append(SegmentSearchResult(index, ts, valid_to, value))
+            valid_to = ts
+        return out
+
+    def insert_as_latest(self, valid_from: int, valid_to: int, value: bytes | None) -> None:
+        """Add a version newer than every version in the row.
+
+        If ``valid_from`` is before ``next_ts`` the row overlaps a newer one (an earlier write
+        was interrupted between two segments); as in Kafka, the row is first truncated to
+        ``valid_from``. A gap between ``next_ts`` and ``valid_from`` is kept as a tombstone.
+        """
+        if valid_from < self.next_ts:
+            self._truncate_to(valid_from)
+        if self.next_ts == valid_from:
+            if self.is_degenerate:
+                self._reset(value, valid_from, valid_to)
+            else:
+                self._insert(valid_from, value, 0)
+        else:
+            if self.is_degenerate:
+                self._reset(None, self.next_ts, valid_from)
+            else:
+                self._insert(self.next_ts, None, 0)
+            self._insert(valid_from, value, 0)
+        self.next_ts = valid_to
+
+    def insert_as_earliest(self, timestamp: int, value: bytes | None) -> None:
+        """Add a version older than every version in the row (the caller checks that it is)."""
+        if self.is_degenerate:
+            self._reset(value, timestamp, self.next_ts)
+        else:
+            self._insert(timestamp, value, len(self.records))
+
+    def insert(self, timestamp: int, value: bytes | None, index: int) -> None:
+        """Insert a version at ``index`` (as found by :meth:`find`).
+
+        Raises:
+            CorruptDataError: the row is degenerate or ``index`` is out of range.
+        """
+        self._insert(timestamp, value, index)
+
+    def update_record(self, timestamp: int, value: bytes | None, index: int) -> None:
+        """Replace the version at ``index`` (as found by :meth:`find`).
+
+        Raises:
+            CorruptDataError: ``index`` is out of range.
+        """
+        if not 0 <= index < len(self.records):
+            raise CorruptDataError(f"no version at index {index} of a segment row")
+        self.records[index] = (timestamp, value)
+        if index == len(self.records) - 1:
+            self.min_ts = timestamp
+
+    def _insert(self, timestamp: int, value: bytes | None, index: int) -> None:
+        if self.is_degenerate or not 0 <= index <= len(self.records):
+            raise CorruptDataError(f"cannot insert at index {index} of this segment row")
+        self.records.insert(index, (timestamp, value))
+        if index == len(self.records) - 1:
+            self.min_ts = timestamp
+
+    def _reset(self, value: bytes | None, valid_from: int, valid_to: int) -> None:
+        self.next_ts = valid_to
+        self.min_ts = valid_from
+        self.records = [(valid_from, value)]
+        self.is_degenerate = valid_from == valid_to
+
+    def _truncate_to(self, timestamp: int) -> None:
+        """Drop every version from ``timestamp`` on, leaving ``next_ts == timestamp``."""
+        if timestamp <= self.min_ts:
+            self._reset(None, timestamp, timestamp)
+            return
+        found = self.find(timestamp)
+        drop = found.index + (1 if found.valid_from == timestamp else 0)
+        del self.records[:drop]
+        self.next_ts = timestamp
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SegmentValue):
+            return NotImplemented
+        return (self.next_ts, self.min_ts, self.records) == (
+            other.next_ts,
+            other.min_ts,
+            other.records,
+        )
+
+    def __repr__(self) -> str:
+        return f"SegmentValue(next_ts={self.next_ts}, min_ts={self.min_ts}, {self.records})"
+
+
+__all__ = [
+    "LATEST_PREFIX",
+    "LATEST_SEGMENT_ID",
+    "METADATA_CF",
+    "NO_TIMESTAMP",
+    "STREAM_TIME_KEY",
+    "SegmentSearchResult",
+    "SegmentValue",
+    "decode_latest",
+    "decode_long",
+    "encode_latest",
+    "encode_long",
+    "latest_timestamp",
+    "min_timestamp",
+    "next_timestamp",
+    "segment_id",
+    "segment_prefix",
+]

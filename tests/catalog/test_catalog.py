@@ -1,0 +1,207 @@
+"""The catalog and its commit protocol, without Spark."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from catalog import Catalog
+from catalog.commit_log import CommitLog
+from catalog.local_cache import PartitionCache
+from catalog.storage import Storage
+from stores.errors import (
+    CommitConflictError,
+    CorruptDataError,
+    InvalidOptionError,
+    StoreAlreadyExistsError,
+    StoreNotFoundError,
+)
+
+
+def rows(table: pa.Table) -> list[dict[str, object]]:
+    return sorted(table.to_pylist(), key=lambda r: repr(r["key"]))
+
+
+def test_create_list_describe_drop(catalog: Catalog) -> None:
+    catalog.create_store("orders", "keyvalue", "string", "long", num_partitions=3)
+    catalog.create_store("fx", "versioned", "string", "double", history_retention_ms=60_000)
+    assert catalog.list() == ["fx", "orders"]
+    described = catalog.describe("fx")
+    assert described["kind"] == "versioned" and described["value_type"] == "double"
+    assert described["history_retention_ms"] == 60_000 and described["latest_commit"] == 0
+    assert described["segment_interval_ms"] > 0
+    with pytest.raises(StoreAlreadyExistsError):
+        catalog.create_store("fx", "keyvalue", "string", "long")
+    catalog.drop("orders")
+    assert catalog.list() == ["fx"]
+    with pytest.raises(StoreNotFoundError, match=r"\[STORE_NOT_FOUND\] store 'orders'.*existing: fx"):
+        catalog.load("orders")
+
+
+def test_unknown_store_names_root_existing_stores_and_closest(catalog: Catalog) -> None:
+    catalog.create_store("rates", "keyvalue", "string", "long")
+    with pytest.raises(StoreNotFoundError) as info:
+        catalog.load("rate")
+    message = str(info.value)
+    assert catalog.root in message and "existing: rates" in message and "'rates'?" in message
+
+
+@pytest.mark.parametrize(
+    ("args", "params", "pattern"),
+    [
+        (("bad/name", "keyvalue", "string", "long"), {}, "store name"),
+        (("s", "window", "string", "long"), {}, "option 'kind' is 'window'; accepted: keyvalue"),
+        (("s", "keyvalue", "date", "long"), {}, "column 'key' has type date"),
+        (("s", "keyvalue", "string", "long", 0), {}, "numPartitions"),
+        (("s", "versioned", "string", "long"), {}, "historyRetention"),
+        (("s", "keyvalue", "string", "long"), {"history_retention_ms": 5}, "'historyRetention'"),
+    ],
+)
+def test_bad_specs_are_refused_before_anything_is_written(
+    catalog: Catalog, args: tuple, params: dict, pattern: str  # type: ignore[type-arg]
+) -> None:
+    with pytest.raises(InvalidOptionError, match=pattern):
+        catalog.create_store(*args, **params)
+    assert catalog.list() == []
+
+
+def test_nothing_is_visible_before_the_commit_record(catalog: Catalog) -> None:
+    table = catalog.create_store("kv", "keyvalue", "string", "long", num_partitions=2)
+    files = table.stage(pa.array(["a", "b", "c"]), pa.array([1, 2, 3]), None)
+    assert {f.partition for f in files} <= {0, 1} and sum(f.rows for f in files) == 3
+    assert table.to_arrow().num_rows == 0
+    table.commit(files)
+    assert rows(table.to_arrow()) == [
+        {"key": "a", "value": 1},
+        {"key": "b", "value": 2},
+        {"key": "c", "value": 3},
+    ]
+
+
+def test_abort_deletes_staged_files(catalog: Catalog, warehouse: str) -> None:
+    table = catalog.create_store("kv", "keyvalue", "string", "long")
+    files = table.stage(pa.array(["a"]), pa.array([1]), None)
+    path = Path(warehouse, "kv", files[0].path)
+    assert path.exists()
+    table.abort(files)
+    assert not path.exists() and table.log.latest_id() == 0
+
+
+def test_appends_tombstones_and_overwrite(catalog: Catalog) -> None:
+    table = catalog.create_store("kv", "keyvalue", "string", "long", num_partitions=4)
+    table.commit(table.stage(pa.array(["a", "b", "c"]), pa.array([1, 2, 3]), None))
+    table.commit(table.stage(pa.array(["a", "b"]), pa.array([10, None], pa.int64()), None))
+    assert rows(table.to_arrow()) == [{"key": "a", "value": 10}, {"key": "c", "value": 3}]
+    record = table.commit(table.stage(pa.array(["z"]), pa.array([26]), None), overwrite=True)
+    assert record.overwrite and record.id == 3
+    assert rows(table.to_arrow()) == [{"key": "z", "value": 26}]
+    table.commit(table.stage(pa.array(["y"]), pa.array([25]), None))
+    assert rows(table.to_arrow()) == [{"key": "y", "value": 25}, {"key": "z", "value": 26}]
+
+
+def test_a_cache_catches_up_incrementally_and_a_lost_cache_is_rebuilt(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    table = catalog.create_store("kv", "keyvalue", "string", "long")
+    table.commit(table.stage(pa.array(["a"]), pa.array([1]), None))
+    assert rows(table.to_arrow()) == [{"key": "a", "value": 1}]
+    table.commit(table.stage(pa.array(["b"]), pa.array([2]), None))
+    cache = PartitionCache(catalog.storage, table.spec, "kv", 0, str(tmp_path / "cache"))
+    assert cache.catch_up(1) == 1  # a fresh cache applies commit 1 only
+    assert cache.catch_up(2) == 2
+    assert cache.catch_up(1) == 2  # never backwards
+    import shutil
+
+    shutil.rmtree(tmp_path / "cache")
+    assert rows(table.to_arrow()) == [{"key": "a", "value": 1}, {"key": "b", "value": 2}]
+
+
+def test_a_reader_pinned_to_an_older_commit_sees_its_snapshot(catalog: Catalog) -> None:
+    table = catalog.create_store("kv", "keyvalue", "string", "long")
+    table.commit(table.stage(pa.array(["a"]), pa.array([1]), None))
+    table.commit(table.stage(pa.array(["a"]), pa.array([2]), None))
+    assert rows(table.to_arrow()) == [{"key": "a", "value": 2}]  # cache now at commit 2
+    old = pa.Table.from_batches(list(table.read_partition(0, snapshot=1)))
+    assert old.to_pylist() == [{"key": "a", "value": 1}]
+
+
+def test_corrupt_changelog_file_is_detected(catalog: Catalog, warehouse: str) -> None:
+    table = catalog.create_store("kv", "keyvalue", "string", "long")
+    files = table.stage(pa.array(["a"]), pa.array([1]), None)
+    table.commit(files)
+    path = Path(warehouse, "kv", files[0].path)
+    data = bytearray(path.read_bytes())
+    data[-20] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptDataError, match="does not match its commit record"):
+        table.to_arrow()
+
+
+def test_concurrent_committers_each_get_their_own_commit(catalog: Catalog) -> None:
+    table = catalog.create_store("kv", "keyvalue", "long", "long")
+    staged = [table.stage(pa.array([i]), pa.array([i]), None) for i in range(8)]
+    barrier = threading.Barrier(len(staged))
+
+    def commit(files):  # type: ignore[no-untyped-def]
+        barrier.wait()
+        table.commit(files)
+
+    threads = [threading.Thread(target=commit, args=(f,)) for f in staged]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert table.log.ids() == list(range(1, 9))
+    assert sorted(r["key"] for r in table.to_arrow().to_pylist()) == list(range(8))
+
+
+def test_write_if_absent_is_atomic_on_local_files(tmp_path: Path) -> None:
+    storage = Storage(str(tmp_path))
+    assert storage.atomic_put_if_absent
+    assert storage.write_if_absent(b"first", "x", "f.json")
+    assert not storage.write_if_absent(b"second", "x", "f.json")
+    assert storage.read_bytes("x", "f.json") == b"first"
+    assert os.listdir(tmp_path / "x") == ["f.json"]  # no temporary file left behind
+
+
+def test_commit_gives_up_after_losing_every_race(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = catalog.create_store("kv", "keyvalue", "long", "long")
+    monkeypatch.setattr(Storage, "write_if_absent", lambda self, data, *parts: False)
+    with pytest.raises(CommitConflictError, match="COMMIT_CONFLICT"):
+        table.commit([])
+
+
+def test_ensure_refuses_a_store_created_meanwhile_with_another_spec(catalog: Catalog) -> None:
+    mine = catalog.new_spec("kv", "keyvalue", "string", "long")
+    catalog.create_store("kv", "keyvalue", "string", "double")
+    with pytest.raises(CommitConflictError, match="different spec"):
+        catalog.ensure(mine)
+    same = catalog.new_spec("kv", "keyvalue", "string", "double")
+    assert catalog.ensure(same).spec.value_type == "double"
+
+
+def test_commit_log_replay_plan_starts_at_the_newest_overwrite(catalog: Catalog) -> None:
+    table = catalog.create_store("kv", "keyvalue", "long", "long")
+    for overwrite in (False, True, False, True, False):
+        table.commit([], overwrite=overwrite)
+    log = CommitLog(catalog.storage, "kv", table.spec.store_id)
+    reset, records = log.replay_plan(0, 5)
+    assert reset and [r.id for r in records] == [4, 5]
+    reset, records = log.replay_plan(4, 5)
+    assert not reset and [r.id for r in records] == [5]
+
+
+def test_abort_write_finds_files_whose_results_were_lost(catalog: Catalog, warehouse: str) -> None:
+    table = catalog.create_store("kv", "keyvalue", "string", "long", num_partitions=2)
+    reported = table.stage(pa.array(["a", "b"]), pa.array([1, 2]), None, "w1")
+    lost = table.stage(pa.array(["c", "d"]), pa.array([3, 4]), None, "w1")
+    other = table.stage(pa.array(["e"]), pa.array([5]), None, "w2")
+    assert not table.was_aborted("w1")
+    table.abort_write("w1", reported)
+    assert table.was_aborted("w1") and not table.was_aborted("w2")
+    remaining = sorted(str(p.relative_to(Path(warehouse, "kv"))) for p in Path(warehouse, "kv").rglob("*.arrow"))
+    assert remaining == [other[0].path] and lost

@@ -1,0 +1,59 @@
+"""Option parsing: one frozen dataclass validates everything Spark hands over."""
+
+from __future__ import annotations
+
+import pytest
+
+from datasource.options import StoreOptions
+from stores.errors import InvalidOptionError
+
+
+def test_options_are_case_insensitive_and_parsed() -> None:
+    options = StoreOptions.parse(
+        {
+            "STORE": "rates",
+            "numpartitions": "4",
+            "historyretention": "30 days",
+            "segmentInterval": "1 day",
+            "kind": "Versioned",
+            "asoftimestamp": "2024-05-01T12:00:00Z",
+            "root": "/tmp/w",
+        }
+    )
+    assert options == StoreOptions(
+        store="rates",
+        root="/tmp/w",
+        kind="versioned",
+        num_partitions=4,
+        history_retention_ms=30 * 86_400_000,
+        segment_interval_ms=86_400_000,
+        as_of_ms=1_714_564_800_000,
+    )
+
+
+def test_path_names_the_store() -> None:
+    assert StoreOptions.parse({"path": "rates"}).store == "rates"
+    assert StoreOptions.parse({"path": "rates", "store": "rates"}).store == "rates"
+    with pytest.raises(InvalidOptionError, match="give the store name once"):
+        StoreOptions.parse({"path": "a", "store": "b"})
+
+
+def test_misspelt_option_names_the_closest_valid_one() -> None:
+    with pytest.raises(InvalidOptionError, match=r"\[UNKNOWN_OPTION\].*'asOfTimestmp'.*'asOfTimestamp'"):
+        StoreOptions.parse({"store": "s", "asOfTimestmp": "5"})
+
+
+@pytest.mark.parametrize(
+    ("options", "pattern"),
+    [
+        ({}, "no store named"),
+        ({"store": "a b"}, "store name 'a b' is not valid"),
+        ({"store": "s", "numPartitions": "0"}, "option 'numPartitions' has value '0'"),
+        ({"store": "s", "numPartitions": "two"}, "option 'numPartitions'"),
+        ({"store": "s", "historyRetention": "soon"}, "option 'historyRetention'"),
+        ({"store": "s", "asOfTimestamp": "noon"}, "option 'asOfTimestamp'"),
+    ],
+)
+def test_bad_values_name_the_option(options: dict[str, str], pattern: str) -> None:
+    with pytest.raises(InvalidOptionError, match=pattern):
+        StoreOptions.parse(options)

@@ -1,0 +1,203 @@
+"""End to end through Spark (one shared local[2] session): format, SQL, errors, commit/abort."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.timezone.utc
+
+
+def ts(hour: int, minute: int = 0) -> dt.datetime:
+    return dt.datetime(2024, 5, 1, hour, minute, tzinfo=UTC)
+
+
+RATES = [
+    ("EUR", 1.10, ts(9)),
+    ("EUR", 1.12, ts(10)),
+    ("EUR", 1.08, ts(11)),
+    ("GBP", 1.25, ts(9, 30)),
+    ("GBP", 1.27, ts(10, 30)),
+    ("JPY", 0.0064, ts(10, 15)),
+]
+
+
+def write(df: Any, root: str, store: str, mode: str = "append", **options: str) -> None:
+    writer = df.write.format("state_store").option("root", root).option("store", store)
+    for name, value in options.items():
+        writer = writer.option(name, value)
+    writer.mode(mode).save()
+
+
+def read(spark: Any, root: str, store: str, **options: str) -> Any:
+    reader = spark.read.format("state_store").option("root", root)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load(store)
+
+
+def aware(value: Any) -> Any:
+    # PySpark returns TIMESTAMP values as naive datetimes in this process's local time zone.
+    return value.astimezone(UTC) if isinstance(value, dt.datetime) else value
+
+
+def as_dicts(df: Any) -> list[dict[str, Any]]:
+    rows = [{k: aware(v) for k, v in r.asDict().items()} for r in df.collect()]
+    return sorted(rows, key=lambda r: repr(r["key"]))
+
+
+@pytest.fixture
+def rates(spark: Any, warehouse: str) -> str:
+    df = spark.createDataFrame(RATES, "key string, value double, timestamp timestamp").repartition(3)
+    write(df, warehouse, "rates", kind="versioned", historyRetention="1 day", numPartitions="4")
+    return warehouse
+
+
+def test_versioned_latest_and_as_of(spark: Any, rates: str) -> None:
+    df = read(spark, rates, "rates")
+    assert df.schema.simpleString() == (
+        "struct<key:string,value:double,valid_from:timestamp,valid_to:timestamp>"
+    )
+    assert df.rdd.getNumPartitions() == 4
+    latest = as_dicts(df)
+    assert [(r["key"], r["value"], r["valid_from"], r["valid_to"]) for r in latest] == [
+        ("EUR", 1.08, ts(11), None),
+        ("GBP", 1.27, ts(10, 30), None),
+        ("JPY", 0.0064, ts(10, 15), None),
+    ]
+    as_of = as_dicts(read(spark, rates, "rates", asOfTimestamp="2024-05-01T10:10:00Z"))
+    assert [(r["key"], r["value"], r["valid_from"], r["valid_to"]) for r in as_of] == [
+        ("EUR", 1.12, ts(10), ts(11)),
+        ("GBP", 1.25, ts(9, 30), ts(10, 30)),
+    ]
+    epoch_ms = str(int(ts(9, 45).timestamp() * 1000))
+    assert [r["value"] for r in as_dicts(read(spark, rates, "rates", asOfTimestamp=epoch_ms))] == [
+        1.10,
+        1.25,
+    ]
+
+
+def test_sql_views_latest_and_as_of(spark: Any, rates: str) -> None:
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW rates USING state_store OPTIONS (store 'rates', root '{rates}')")
+    spark.sql(
+        "CREATE OR REPLACE TEMPORARY VIEW rates_at_ten USING state_store OPTIONS "
+        f"(store 'rates', root '{rates}', asOfTimestamp '2024-05-01T10:00:00Z')"
+    )
+    latest = spark.sql("SELECT key, value FROM rates ORDER BY key").collect()
+    assert [(r.key, r.value) for r in latest] == [("EUR", 1.08), ("GBP", 1.27), ("JPY", 0.0064)]
+    at_ten = spark.sql("SELECT key, value, valid_to FROM rates_at_ten ORDER BY key").collect()
+    assert [(r.key, r.value, aware(r.valid_to)) for r in at_ten] == [
+        ("EUR", 1.12, ts(11)),
+        ("GBP", 1.25, ts(10, 30)),
+    ]
+
+
+def test_versioned_tombstones_and_epoch_millisecond_timestamps(spark: Any, rates: str) -> None:
+    ms = int(ts(12).timestamp() * 1000)
+    df = spark.createDataFrame([("EUR", None, ms)], "key string, value double, timestamp bigint")
+    write(df, rates, "rates")
+    assert [r["key"] for r in as_dicts(read(spark, rates, "rates"))] == ["GBP", "JPY"]
+    before = as_dicts(read(spark, rates, "rates", asOfTimestamp="2024-05-01T11:30:00Z"))
+    assert ("EUR", 1.08, ts(12)) in [(r["key"], r["value"], r["valid_to"]) for r in before]
+
+
+def test_keyvalue_append_overwrite_and_struct_values(spark: Any, warehouse: str) -> None:
+    df = spark.createDataFrame(
+        [(1, ("a", 1.5)), (2, ("b", 2.5)), (3, None)], "key bigint, value struct<name:string,score:double>"
+    )
+    write(df, warehouse, "scores", numPartitions="2")
+    got = as_dicts(read(spark, warehouse, "scores"))
+    assert [(r["key"], r["value"].asDict()) for r in got] == [
+        (1, {"name": "a", "score": 1.5}),
+        (2, {"name": "b", "score": 2.5}),
+    ]
+    write(spark.createDataFrame([(9, ("z", 0.0))], df.schema), warehouse, "scores", mode="overwrite")
+    assert [r["key"] for r in as_dicts(read(spark, warehouse, "scores"))] == [9]
+
+
+def test_partitioner_expression_matches_spark_sql(spark: Any, catalog: Any) -> None:
+    from catalog import partition_of, spark_sql_expression
+    from stores.serdes import serde_for
+
+    df = spark.createDataFrame(
+        [("EUR", 7, -3, 300), ("", -1, 2**40, -7000)], "s string, i int, l bigint, h smallint"
+    )
+    for column, type_name in (("s", "string"), ("i", "integer"), ("l", "long"), ("h", "short")):
+        got = [r[0] for r in df.selectExpr(spark_sql_expression(type_name, 5, column)).collect()]
+        values = [r[0] for r in df.select(column).collect()]
+        assert got == [partition_of(serde_for(type_name).serialize(v), 5) for v in values]
+
+
+def assert_error(excinfo: pytest.ExceptionInfo[BaseException], *parts: str) -> None:
+    message = str(excinfo.value)
+    for part in parts:
+        assert part in message, message
+
+
+def test_read_errors(spark: Any, rates: str) -> None:
+    with pytest.raises(Exception) as e:
+        read(spark, rates, "ratez").collect()
+    assert_error(e, "[STORE_NOT_FOUND]", "existing: rates", "did you mean 'rates'")
+    with pytest.raises(Exception) as e:
+        spark.read.format("state_store").option("root", rates).option("asOfTimestmp", "5").load("rates")
+    assert_error(e, "[UNKNOWN_OPTION]", "'asOfTimestamp'")
+    with pytest.raises(Exception) as e:
+        read(spark, rates, "rates", asOfTimestamp="last tuesday").collect()
+    assert_error(e, "[INVALID_OPTION]", "asOfTimestamp", "last tuesday")
+
+
+def store_files(root: str, store: str) -> list[str]:
+    """The spec, commit records and changelog files of a store (not abort markers)."""
+    return sorted(
+        str(p.relative_to(root))
+        for p in Path(root, store).rglob("*")
+        if p.is_file() and p.parent.name != "aborted"
+    )
+
+
+def test_write_errors_leave_nothing_behind(spark: Any, rates: str) -> None:
+    before = store_files(rates, "rates")
+    cases = [
+        (spark.createDataFrame([("EUR", 1.0)], "key string, value double"), "[MISSING_COLUMN]", "timestamp"),
+        (
+            spark.createDataFrame([("EUR", "x", ts(1))], "key string, value string, timestamp timestamp"),
+            "[COLUMN_TYPE_MISMATCH]",
+            "column 'value' has type string",
+        ),
+        (
+            spark.createDataFrame([(None, 1.0, ts(1))], "key string, value double, timestamp timestamp"),
+            "[NULL_KEY]",
+            "column 'key'",
+        ),
+    ]
+    for df, code, detail in cases:
+        with pytest.raises(Exception) as e:
+            write(df, rates, "rates")
+        assert_error(e, code, detail)
+    assert store_files(rates, "rates") == before
+    kv = spark.createDataFrame([("a", 1)], "key string, value int")
+    write(kv, rates, "plain")
+    with pytest.raises(Exception) as e:
+        read(spark, rates, "plain", asOfTimestamp="5").collect()
+    assert_error(e, "[INVALID_OPTION]", "versioned stores only")
+
+
+def test_one_failing_task_aborts_the_whole_write(spark: Any, warehouse: str) -> None:
+    rows = [(f"k{i}", i) for i in range(40)] + [(None, -1)]
+    df = spark.createDataFrame(rows, "key string, value int").repartition(4)
+    with pytest.raises(Exception) as e:
+        write(df, warehouse, "partial", numPartitions="3")
+    assert_error(e, "[NULL_KEY]")
+    # Spark fails the job without waiting for its other running tasks: wait for them to end.
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 60
+    while tracker.getActiveStageIds() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(warehouse, "partial", "spec.json").exists()
+    assert [p for p in Path(warehouse).rglob("*.arrow")] == []  # staged files were deleted
