@@ -70,6 +70,7 @@ def main() -> None:
         f"CREATE OR REPLACE TEMPORARY VIEW rates USING state_store "
         f"OPTIONS (store 'rates', root '{root}')"
     )
+    print("Latest rates above 1.0, through a SQL view:")
     spark.sql("SELECT key, value FROM rates WHERE value > 1 ORDER BY key").show()
     spark.stop()
 

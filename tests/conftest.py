@@ -25,6 +25,13 @@ def spark_environment() -> None:
 
 
 @pytest.fixture
+def spark_env() -> dict[str, str]:
+    """The environment for a Spark job run in a subprocess (examples, local-cluster)."""
+    spark_environment()
+    return dict(os.environ)
+
+
+@pytest.fixture
 def warehouse(tmp_path: Path) -> str:
     """A fresh warehouse root (a local directory)."""
     return str(tmp_path / "warehouse")

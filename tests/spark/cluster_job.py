@@ -1,0 +1,67 @@
+"""Run by test_cluster.py in its own process: a local-cluster with two executor processes.
+
+Writes a store from executors, then reads it in tasks on both executors, each of which has its
+own local directory and so builds its own partition caches from the durable files. Prints one
+JSON line with what it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def main(root: str) -> None:
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .appName("state_store cluster test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    rows = [(f"k{i:03d}", i, 1_000 + i) for i in range(200)]
+    df = spark.createDataFrame(rows, "key string, value bigint, timestamp bigint").repartition(4)
+    (
+        df.write.format("state_store")
+        .option("root", root)
+        .option("store", "spread")
+        .option("kind", "versioned")
+        .option("historyRetention", "1 day")
+        .option("numPartitions", "8")
+        .mode("append")
+        .save()
+    )
+
+    def where(batch):  # type: ignore[no-untyped-def]
+        rows = list(batch)
+        local_dir = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0]
+        has_cache = os.path.isdir(os.path.join(local_dir, "state_store_cache"))
+        yield (os.getpid(), local_dir, has_cache, [r.key for r in rows])
+
+    seen = (
+        spark.read.format("state_store").option("root", root).load("spread").rdd.mapPartitions(where).collect()
+    )
+    print(
+        json.dumps(
+            {
+                "pids": sorted({s[0] for s in seen}),
+                "local_dirs": sorted({s[1] for s in seen}),
+                "driver_pid": os.getpid(),
+                "driver_local_dir": spark.sparkContext._jvm.org.apache.spark.util.Utils.getLocalDir(
+                    spark.sparkContext._jsc.sc().conf()
+                ),
+                "caches_built": all(s[2] for s in seen),
+                "keys": sorted(k for s in seen for k in s[3]),
+            }
+        )
+    )
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

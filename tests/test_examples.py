@@ -1,0 +1,29 @@
+"""Every script in examples/ runs, as a user would run it, and prints what it promises."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.mark.parametrize("script", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)
+def test_example_runs(script: Path, tmp_path: Path, spark_env: dict[str, str]) -> None:
+    env = {**spark_env, "STATE_STORE_ROOT": str(tmp_path / "warehouse")}
+    result = subprocess.run(
+        [sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-5000:]
+    if script.name == "quickstart.py":
+        out = result.stdout
+        assert "Latest rates:" in out and "Rates as of 2024-05-01 10:30 UTC:" in out
+        latest, rest = out.split("Rates as of")
+        as_of, sql = rest.split("through a SQL view:")
+        assert "1.0698" in latest and "1.2511" in latest and "0.00641" in latest
+        assert "1.0735" in as_of and "1.248" in as_of and "1.0698" not in as_of
+        assert "EUR|1.0698" in sql and "JPY" not in sql
+        assert (tmp_path / "warehouse" / "rates" / "spec.json").exists()
