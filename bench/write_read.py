@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -30,12 +31,17 @@ sys.path.insert(0, str(REPO))
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
 
-def timed(label: str, action: Callable[[], object], rows: int, results: dict[str, float]) -> None:
-    start = time.perf_counter()
-    action()
-    seconds = time.perf_counter() - start
-    results[label] = rows / seconds
-    print(f"{label:<28} {seconds:8.2f} s {rows / seconds:14,.0f} rows/s", flush=True)
+def timed(label: str, action: Callable[[int], object], rows: int, repeat: int, results: dict[str, float]) -> None:
+    """Run ``action(i)`` for i in range(repeat); record the median rate."""
+    seconds = []
+    for i in range(repeat):
+        start = time.perf_counter()
+        action(i)
+        seconds.append(time.perf_counter() - start)
+    median = statistics.median(seconds)
+    results[label] = rows / median
+    runs = ", ".join(f"{s:.2f}" for s in seconds)
+    print(f"{label:<22} median {median:6.2f} s {rows / median:12,.0f} rows/s   (runs: {runs})", flush=True)
 
 
 def full_read(df: DataFrame) -> None:
@@ -48,12 +54,14 @@ def main() -> None:
     parser.add_argument("--kind", choices=["keyvalue", "versioned"], default="keyvalue")
     parser.add_argument("--store-partitions", type=int, default=4)
     parser.add_argument("--input-partitions", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     args = parser.parse_args()
 
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("state_store bench")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "4g")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
@@ -72,24 +80,32 @@ def main() -> None:
 
         results: dict[str, float] = {}
         root = str(work / "warehouse")
-        options = {"root": root, "store": "bench", "kind": args.kind}
-        options["numPartitions"] = str(args.store_partitions)
+        options = {"root": root, "kind": args.kind, "numPartitions": str(args.store_partitions)}
         if args.kind == "versioned":
             options["historyRetention"] = "1 day"
-        print(f"{args.rows:,} rows, kind={args.kind}, {args.store_partitions} store partitions")
-        timed("parquet write", lambda: df.write.parquet(str(work / "pq")), args.rows, results)
-        timed(
-            "store write",
-            lambda: df.write.format("state_store").options(**options).mode("append").save(),
-            args.rows,
-            results,
-        )
-        timed("parquet read", lambda: full_read(spark.read.parquet(str(work / "pq"))), args.rows, results)
-        reader = spark.read.format("state_store").option("root", root).option("store", "bench")
-        timed("store read (first)", lambda: full_read(reader.load()), args.rows, results)
-        timed("store read (second)", lambda: full_read(reader.load()), args.rows, results)
-        count = reader.load().count()
-        assert count == args.rows, f"store returned {count} rows, wrote {args.rows}"
+
+        def store_write(data: DataFrame, name: str) -> None:
+            data.write.format("state_store").options(store=name, **options).mode("append").save()
+
+        def store_read(name: str) -> None:
+            full_read(spark.read.format("state_store").option("root", root).load(name))
+
+        # Warm up both paths on a small store/file: Python workers, imports, JIT, class loading.
+        small = df.limit(10_000)
+        small.write.parquet(str(work / "warm.parquet"))
+        full_read(spark.read.parquet(str(work / "warm.parquet")))
+        store_write(small, "warmup")
+        store_read("warmup")
+
+        n, r = args.rows, args.repeat
+        print(f"{n:,} rows, kind={args.kind}, {args.store_partitions} store partitions, median of {r}")
+        timed("parquet write", lambda i: df.write.parquet(str(work / f"pq{i}")), n, r, results)
+        timed("store write", lambda i: store_write(df, f"bench{i}"), n, r, results)
+        timed("parquet read", lambda i: full_read(spark.read.parquet(str(work / f"pq{i}"))), n, r, results)
+        timed("store read (first)", lambda i: store_read(f"bench{i}"), n, r, results)
+        timed("store read (second)", lambda i: store_read(f"bench{i}"), n, r, results)
+        count = spark.read.format("state_store").option("root", root).load("bench0").count()
+        assert count == n, f"store returned {count} rows, wrote {n}"
 
         print()
         print(f"store write / parquet write      {results['store write'] / results['parquet write']:5.2f}x  (target >= 1.0)")

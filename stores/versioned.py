@@ -106,7 +106,7 @@ class _Rows:
     def prefetch(self, sid: int, keys: list[bytes]) -> None:
         prefix = segment_prefix(sid)
         values = self.db.multi_get([prefix + k for k in keys])
-        self.cache.setdefault(sid, {}).update(zip(keys, values))
+        self.cache.setdefault(sid, {}).update(zip(keys, values, strict=True))
 
     def put(self, sid: int, key: bytes, raw: bytes) -> None:
         self.db.put(segment_prefix(sid) + key, raw)
@@ -181,6 +181,8 @@ class VersionedKeyValueStore:
 
     def _init_state(self) -> None:
         self._closed = False
+        self._live_for: int | None = None  # stream time whose first live segment is cached
+        self._live_from = 0
         # Ids of the segments that may hold rows: found by a skip scan, then grown by writes.
         # Never shrunk: reads filter by liveness, so ids of expired (or rolled-back) segments
         # only cost a lookup, while a missing id would hide data.
@@ -280,8 +282,10 @@ class VersionedKeyValueStore:
     def put_many(self, records: Iterable[tuple[bytes, bytes | None, int]]) -> None:
         """Put ``(key, value, timestamp)`` records in order, as one atomic batch.
 
-        The result is that of calling :meth:`put` for each record in turn. Every record is
-        checked before any is written.
+        The result is that of calling :meth:`put` for each record in turn (stream time
+        advances record by record, not to the batch's end as in Kafka's restore). Every record
+        is checked before any is written. The latest values of all keys are read in one call,
+        and into an empty store not at all.
 
         Raises:
             InvalidOptionError: a record has a wrong key, value or timestamp.
@@ -294,8 +298,7 @@ class VersionedKeyValueStore:
         with self._writing():
             stream_time = start_time = self._stream_time()
             rows = _Rows(self._db)
-            # One read of every latest value; most puts need nothing else.
-            rows.prefetch(LATEST_SEGMENT_ID, list(dict.fromkeys(k for k, _, _ in batch)))
+            self._prefetch(rows, batch)
             retention = self._retention
             for key, value, timestamp in batch:
                 if timestamp < stream_time - retention:
@@ -303,6 +306,15 @@ class VersionedKeyValueStore:
                 previous, stream_time = stream_time, max(stream_time, timestamp)
                 self._do_put(rows, previous, stream_time, key, value, timestamp)
             self._save_stream_time(start_time, stream_time)
+
+    def _prefetch(self, rows: _Rows, batch: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Read every latest value of the batch in one call (most puts need nothing else)."""
+        keys = list(dict.fromkeys(k for k, _, _ in batch))
+        if not self._segments and next(iter(self._db.range(LATEST_PREFIX, None)), None) is None:
+            # An empty store (the first load): no key has an entry, nothing to read.
+            rows.cache[LATEST_SEGMENT_ID] = dict.fromkeys(keys)
+        else:
+            rows.prefetch(LATEST_SEGMENT_ID, keys)
 
     def _writing(self) -> _WriteScope:
         return _WriteScope(self._db)
@@ -615,7 +627,11 @@ class VersionedKeyValueStore:
         return segment_id(timestamp, self._interval)
 
     def _min_live(self, stream_time: int) -> int:
-        return segment_id(stream_time - self._retention, self._interval)
+        # Asked several times per put with the same stream time: remember the last answer.
+        if stream_time != self._live_for:
+            self._live_for = stream_time
+            self._live_from = segment_id(stream_time - self._retention, self._interval)
+        return self._live_from
 
     def _is_live(self, sid: int, stream_time: int) -> bool:
         return sid >= self._min_live(stream_time)
@@ -631,8 +647,11 @@ class VersionedKeyValueStore:
         Segments below the previous stream time's limit were dropped in the batch that
         recorded that time, so this depends only on stored state (and survives a rollback).
         """
+        if previous_time == stream_time:
+            return
+        previous_limit = segment_id(previous_time - self._retention, self._interval)
         limit = self._min_live(stream_time)
-        if limit > max(self._min_live(previous_time), 0):
+        if limit > max(previous_limit, 0):
             self._db.delete_range(segment_prefix(0), segment_prefix(limit))
             rows.forget_below(limit)
 

@@ -115,7 +115,8 @@ class Model:
             if value is None or (hi is not None and ts > hi):
                 continue
             if valid_to is not None and (
-                (lo is not None and valid_to <= lo) or segment_id(valid_to, self.interval) < min_live
+                (lo is not None and valid_to <= lo)
+                or segment_id(valid_to, self.interval) < min_live
             ):
                 continue
             out.append(VersionedRecord(value, ts, valid_to))
