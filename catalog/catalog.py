@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -297,16 +297,27 @@ class StoreTable:
             partition,
             self.catalog.cache_dir or default_cache_root(),
         )
+        if as_of is None:
+            yield from cache.read_latest(snapshot, self._typed_scan(None), self.arrow_schema())
+        else:
+            with cache.open_at(snapshot) as (store, _):
+                yield from self._typed_scan(as_of)(store)
+
+    def _typed_scan(self, as_of: int | None) -> Callable[[Any], Iterator[pa.RecordBatch]]:
+        """A function scanning an open store into typed batches of ``arrow_schema()``."""
         key_serde = serde_for(self.spec.key_type, column="key")
         value_serde = serde_for(self.spec.value_type, column="value")
         schema = self.arrow_schema()
-        with cache.open_at(snapshot) as store:
+
+        def scan(store: Any) -> Iterator[pa.RecordBatch]:
             for raw in self.kind.scan(store, as_of):
                 columns = [key_serde.decode(raw.column(0)), value_serde.decode(raw.column(1))]
                 for i in range(2, raw.num_columns):
                     millis = raw.column(i)
                     columns.append(pc.multiply_checked(millis, 1000).cast(TIMESTAMP))
                 yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+        return scan
 
     def to_arrow(self, as_of: int | None = None) -> pa.Table:
         """The whole store at its latest commit, read in this process."""

@@ -66,11 +66,15 @@ def _kv_params(given: dict[str, Any]) -> dict[str, Any]:
 
 
 def _kv_apply(store: KeyValueStore, table: pa.Table) -> None:
-    store.put_all(zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
+    store.put_columns(table.column("key").to_pylist(), table.column("value").to_pylist())
 
 
 def _kv_scan(store: KeyValueStore, as_of: int | None) -> Iterator[pa.RecordBatch]:
-    return _chunks(store.all(), KEYVALUE.raw_schema())
+    schema = KEYVALUE.raw_schema()
+    for keys, values in store.scan_columns(BATCH_ROWS):
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(keys, pa.binary()), pa.array(values, pa.binary())], schema=schema
+        )
 
 
 KEYVALUE = StoreKind(
@@ -125,11 +129,13 @@ def _versioned_apply(store: VersionedKeyValueStore, table: pa.Table) -> None:
 
 
 def _versioned_scan(store: VersionedKeyValueStore, as_of: int | None) -> Iterator[pa.RecordBatch]:
-    if as_of is None:
-        rows: Iterator[tuple[Any, ...]] = ((k, v, ts, None) for k, v, ts in store.scan_latest())
-    else:
-        rows = store.scan_as_of(as_of)
-    return _chunks(rows, VERSIONED.raw_schema())
+    schema = VERSIONED.raw_schema()
+    if as_of is not None:
+        yield from _chunks(store.scan_as_of(as_of), schema)
+        return
+    for keys, values, stamps in store.scan_latest_columns(BATCH_ROWS):
+        latest = pa.nulls(len(keys), pa.int64())
+        yield pa.RecordBatch.from_arrays([keys, values, stamps, latest], schema=schema)
 
 
 VERSIONED = StoreKind(

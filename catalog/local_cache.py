@@ -23,8 +23,11 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
+
+import pyarrow as pa
 
 from catalog.changelog import read_changelog
 from catalog.commit_log import CommitLog
@@ -96,6 +99,8 @@ class PartitionCache:
                 for family in self._families:
                     db.clear(family)
             store = self.kind.open(db, self.spec.params)
+            if path == self.path:
+                shutil.rmtree(self.path + ".scans", ignore_errors=True)
             for record in records:
                 for ref in record.files_for(self.partition):
                     self.kind.apply(store, read_changelog(self.storage, self.store_dir, ref))
@@ -106,14 +111,18 @@ class PartitionCache:
             db.close()
 
     @contextlib.contextmanager
-    def open_at(self, target: int) -> Iterator[Any]:
-        """Yield the partition's store as of commit ``target``, read-only."""
+    def open_at(self, target: int) -> Iterator[tuple[Any, bool]]:
+        """Yield ``(store, shared)``: the partition's store as of commit ``target``, read-only.
+
+        ``shared`` is True when it is this machine's cache (held under a shared lock), False
+        for a private materialization made because the cache had moved past ``target``.
+        """
         self.catch_up(target)
         with self._lock(exclusive=False):
             db = RocksDBBytesStore(self.path, self._families, read_only=True)
             try:
                 if _applied(db) == target:
-                    yield self.kind.open(db, self.spec.params)
+                    yield self.kind.open(db, self.spec.params), True
                     return
             finally:
                 db.close()
@@ -123,8 +132,44 @@ class PartitionCache:
             self._catch_up(private, target)
             db = RocksDBBytesStore(private, self._families, read_only=True)
             try:
-                yield self.kind.open(db, self.spec.params)
+                yield self.kind.open(db, self.spec.params), False
             finally:
                 db.close()
         finally:
             shutil.rmtree(private, ignore_errors=True)
+
+    def _scan_file(self, target: int) -> str:
+        return os.path.join(self.path + ".scans", f"{target:020d}.arrow")
+
+    def read_latest(
+        self, target: int, scan: Callable[[Any], Iterator[pa.RecordBatch]], schema: pa.Schema
+    ) -> Iterator[pa.RecordBatch]:
+        """The batches ``scan(store)`` yields at commit ``target``, kept as a columnar file.
+
+        A full scan of the latest state is what Spark reads most; RocksDB iterates it far
+        slower than Arrow reads a memory-mapped IPC file. The first scan at a commit tees its
+        batches into ``<cache>.scans/<commit>.arrow``; later ones read that file. Catching up
+        to a newer commit deletes the files of older ones (under the exclusive lock, so no
+        reader has them open in a way that matters: a mapped file outlives its unlink).
+        """
+        path = self._scan_file(target)
+        with self.open_at(target) as (store, shared):
+            if shared and os.path.exists(path):
+                reader = pa.ipc.open_file(pa.memory_map(path))
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i)
+                return
+            if not shared:
+                yield from scan(store)
+                return
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+            try:
+                with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+                    for batch in scan(store):
+                        writer.write_batch(batch)
+                        yield batch
+                os.replace(tmp, path)  # concurrent first readers write the same bytes
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)

@@ -70,15 +70,29 @@ class KeyValueStore:
         return existing
 
     def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """Put every entry in order, as one atomic batch."""
-        db = self._db
-        for key, value in entries:
+        """Put every entry in order, as one atomic batch (a None value deletes)."""
+        entries = list(entries)
+        for key, _ in entries:
             _check_key(key)
-            if value is None:
-                db.delete(bytes(key))
-            else:
-                db.put(bytes(key), bytes(value))
-        db.maybe_commit()
+        self._db.put_many(
+            (bytes(k) for k, _ in entries), (None if v is None else bytes(v) for _, v in entries)
+        )
+        self._db.maybe_commit()
+
+    def put_columns(self, keys: list[bytes], values: list[bytes | None]) -> None:
+        """Put ``keys[i] -> values[i]`` in order, as one atomic batch: the bulk-load path.
+
+        Raises:
+            InvalidOptionError: a key is not bytes.
+        """
+        if not all(type(k) is bytes for k in keys):
+            raise InvalidOptionError("every key must be bytes")
+        self._db.put_many(keys, values)
+        self._db.maybe_commit()
+
+    def scan_columns(self, batch_rows: int = 1 << 16) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """Every entry in key byte order, as (keys, values) lists: the full-scan path."""
+        return self._db.scan_columns(batch_rows=batch_rows)
 
     def get(self, key: bytes) -> bytes | None:
         """Return the value of ``key``, or None."""

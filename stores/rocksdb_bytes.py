@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 
 from rocksdict import AccessType, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
 
@@ -216,6 +217,52 @@ class RocksDBBytesStore:
             return
         yield from self.range(cf=cf)
 
+    def scan_columns(
+        self,
+        start: bytes | None = None,
+        end: bytes | None = None,
+        cf: str = DEFAULT_CF,
+        *,
+        batch_rows: int = 1 << 16,
+    ) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """Iterate ``[start, end)`` in byte order as (keys, values) lists of up to ``batch_rows``.
+
+        The full-scan path of Spark reads: a bare RocksDB iterator loop is several times faster
+        than a generator of pairs. Uncommitted writes are merged (on the slower path).
+        """
+        db = self._cf(cf)
+        pending = self._pending.get(cf)
+        if pending is not None and (pending.writes or pending.ranges):
+            pairs = self.range(start, end, cf)
+            while True:
+                chunk = list(islice(pairs, batch_rows))
+                if not chunk:
+                    return
+                keys, values = zip(*chunk)
+                yield list(keys), list(values)
+        if db is None:
+            return
+        read_opt = ReadOptions()
+        if end is not None:
+            read_opt.set_iterate_upper_bound(end)
+        it = db.iter(read_opt)
+        if start is None:
+            it.seek_to_first()
+        else:
+            it.seek(start)
+        valid, key, value, step = it.valid, it.key, it.value, it.next
+        while valid():
+            keys: list[bytes] = []
+            values: list[bytes] = []
+            add_key, add_value = keys.append, values.append
+            for _ in range(batch_rows):
+                if not valid():
+                    break
+                add_key(key())
+                add_value(value())
+                step()
+            yield keys, values
+
     # -- writes ------------------------------------------------------------------------------
 
     def _writable(self, cf: str) -> _Pending:
@@ -231,6 +278,20 @@ class RocksDBBytesStore:
         """Stage ``key -> value``."""
         self._writable(cf).writes[key] = value
         self._batch.put(key, value, self._handles[cf])
+
+    def put_many(
+        self, keys: Iterable[bytes], values: Iterable[bytes | None], cf: str = DEFAULT_CF
+    ) -> None:
+        """Stage ``key -> value`` for each pair in order; a None value stages a deletion."""
+        writes = self._writable(cf).writes
+        handle = self._handles[cf]
+        put, delete = self._batch.put, self._batch.delete
+        for key, value in zip(keys, values):
+            writes[key] = value
+            if value is None:
+                delete(key, handle)
+            else:
+                put(key, value, handle)
 
     def delete(self, key: bytes, cf: str = DEFAULT_CF) -> None:
         """Stage the deletion of ``key``."""

@@ -35,6 +35,9 @@ interrupted write.
 from __future__ import annotations
 
 import struct
+
+import numpy as np
+import pyarrow as pa
 from dataclasses import dataclass
 
 from stores.errors import CorruptDataError, InvalidOptionError
@@ -357,3 +360,18 @@ __all__ = [
     "segment_id",
     "segment_prefix",
 ]
+
+
+def decode_latest_columns(
+    physical_keys: list[bytes], raw_values: list[bytes]
+) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Decode many latest-value entries at once: (keys, values, timestamps) as Arrow arrays.
+
+    The bulk twin of stripping the segment prefix and splitting ``timestamp + value``.
+    (pyarrow's ``binary_slice`` is not used: in pyarrow 26 it fails on some arrays.)
+    """
+    keys = pa.array([k[TIMESTAMP_SIZE:] for k in physical_keys], pa.binary())
+    values = pa.array([r[TIMESTAMP_SIZE:] for r in raw_values], pa.binary())
+    heads = b"".join([r[:TIMESTAMP_SIZE] for r in raw_values])
+    stamps = np.frombuffer(heads, dtype=">i8").astype(np.int64)
+    return keys, values, pa.array(stamps, pa.int64())

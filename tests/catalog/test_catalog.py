@@ -205,3 +205,18 @@ def test_abort_write_finds_files_whose_results_were_lost(catalog: Catalog, wareh
     assert table.was_aborted("w1") and not table.was_aborted("w2")
     remaining = sorted(str(p.relative_to(Path(warehouse, "kv"))) for p in Path(warehouse, "kv").rglob("*.arrow"))
     assert remaining == [other[0].path] and lost
+
+
+def test_latest_scans_are_kept_as_columnar_files_per_commit(catalog: Catalog, tmp_path: Path) -> None:
+    table = catalog.create_store("kv", "keyvalue", "string", "long")
+    table.commit(table.stage(pa.array(["a", "b"]), pa.array([1, 2]), None))
+    first = table.to_arrow()
+    scans = list((tmp_path / "cache").rglob("*.scans/*.arrow"))
+    assert [p.name for p in scans] == [f"{1:020d}.arrow"]
+    assert table.to_arrow().equals(first)  # the second read comes from the file
+    table.commit(table.stage(pa.array(["a"]), pa.array([None], pa.int64()), None))
+    assert rows(table.to_arrow()) == [{"key": "b", "value": 2}]
+    assert [p.name for p in (tmp_path / "cache").rglob("*.scans/*.arrow")] == [f"{2:020d}.arrow"]
+    # A scan file answers for its own commit only: a reader pinned to commit 1 sees commit 1.
+    old = pa.Table.from_batches(list(table.read_partition(0, snapshot=1)))
+    assert rows(old) == [{"key": "a", "value": 1}, {"key": "b", "value": 2}]
