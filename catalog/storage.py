@@ -88,12 +88,7 @@ class Storage:
         target = self.path(*parts)
         self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
         if isinstance(self.fs, LocalFileSystem):
-            tmp = f"{target}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
+            os.replace(_durable_temp_copy(target, data), target)
         else:
             self.fs.pipe_file(target, data)
 
@@ -102,11 +97,7 @@ class Storage:
         target = self.path(*parts)
         self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
         if isinstance(self.fs, LocalFileSystem):
-            tmp = f"{target}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            tmp = _durable_temp_copy(target, data)
             try:
                 os.link(tmp, target)
             except FileExistsError:
@@ -144,6 +135,16 @@ class Storage:
         target = self.path(*parts)
         self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
         return self.fs.open(target, "wb")
+
+
+def _durable_temp_copy(target: str, data: bytes) -> str:
+    """Write ``data`` to a fresh temporary file beside ``target``, fsynced; return its path."""
+    tmp = f"{target}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp
 
 
 def _fsync_dir(path: str) -> None:

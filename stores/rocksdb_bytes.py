@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
+from typing import cast
 
 from rocksdict import AccessType, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
 
@@ -138,9 +139,10 @@ class RocksDBBytesStore:
     def multi_get(self, keys: Sequence[bytes], cf: str = DEFAULT_CF) -> list[bytes | None]:
         """Return the values of ``keys`` in order; committed data is read in one call."""
         db = self._cf(cf)
-        committed: list[bytes | None] = db.get(list(keys)) if db is not None and keys else []
-        if not committed:
-            committed = [None] * len(keys)
+        committed: list[bytes | None] = [None] * len(keys)
+        if db is not None and keys:
+            # rocksdict returns a list for a list of keys; its stub says Any | None.
+            committed = cast("list[bytes | None]", db.get(list(keys)))
         pending = self._pending.get(cf)
         if pending is None:
             return committed
@@ -238,8 +240,7 @@ class RocksDBBytesStore:
                 chunk = list(islice(pairs, batch_rows))
                 if not chunk:
                     return
-                keys, values = zip(*chunk)
-                yield list(keys), list(values)
+                yield [k for k, _ in chunk], [v for _, v in chunk]
         if db is None:
             return
         read_opt = ReadOptions()

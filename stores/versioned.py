@@ -303,10 +303,16 @@ class VersionedKeyValueStore:
             rows = _Rows(self._db)
             self._prefetch(rows, batch)
             retention = self._retention
+            latest = rows.cache[LATEST_SEGMENT_ID]
             for key, value, timestamp in batch:
                 if timestamp < stream_time - retention:
                     continue
                 previous, stream_time = stream_time, max(stream_time, timestamp)
+                if value is not None and not self._segments and latest.get(key, b"") is None:
+                    # A first version of a key while no segment holds any row (a first load):
+                    # _do_put would find nothing to expire or search and make it the latest.
+                    rows.put(LATEST_SEGMENT_ID, key, encode_latest(value, timestamp))
+                    continue
                 self._do_put(rows, previous, stream_time, key, value, timestamp)
             self._save_stream_time(start_time, stream_time)
 
