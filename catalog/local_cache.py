@@ -102,8 +102,15 @@ class PartitionCache:
             if path == self.path:
                 shutil.rmtree(self.path + ".scans", ignore_errors=True)
             for record in records:
-                for ref in record.files_for(self.partition):
-                    self.kind.apply(store, read_changelog(self.storage, self.store_dir, ref))
+                # One commit's files are applied as one table: a kind may order its rows (the
+                # versioned kind sorts by timestamp), and how Spark split them into tasks and
+                # files must not matter.
+                tables = [
+                    read_changelog(self.storage, self.store_dir, ref)
+                    for ref in record.files_for(self.partition)
+                ]
+                if tables:
+                    self.kind.apply(store, pa.concat_tables(tables))
                 db.put(_APPLIED, record.id.to_bytes(8, "big"), META_CF)
                 db.commit()
             return target

@@ -220,3 +220,14 @@ def test_latest_scans_are_kept_as_columnar_files_per_commit(catalog: Catalog, tm
     # A scan file answers for its own commit only: a reader pinned to commit 1 sees commit 1.
     old = pa.Table.from_batches(list(table.read_partition(0, snapshot=1)))
     assert rows(old) == [{"key": "a", "value": 1}, {"key": "b", "value": 2}]
+
+
+def test_a_versioned_commit_applies_in_timestamp_order_across_its_files(catalog: Catalog) -> None:
+    table = catalog.create_store("v", "versioned", "string", "long", history_retention_ms=10)
+    # Two tasks' files in one commit: applied file by file, "late"@5 would fall behind the
+    # grace period set by "early"@1000 and be dropped; in timestamp order both are kept.
+    # (Write ids "a" < "b" put the "early" file first in the commit record.)
+    first = table.stage(pa.array(["early"]), pa.array([1]), pa.array([1000], pa.int64()), "a")
+    second = table.stage(pa.array(["late"]), pa.array([2]), pa.array([5], pa.int64()), "b")
+    assert [f.path for f in table.commit(second + first).files] == [first[0].path, second[0].path]
+    assert [r["key"] for r in rows(table.to_arrow())] == ["early", "late"]
