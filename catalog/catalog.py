@@ -208,14 +208,17 @@ class StoreTable:
         values: pa.Array,
         timestamps_ms: pa.Array | None,
         write_id: str | None = None,
+        sequence: int = 0,
     ) -> list[ChangelogFile]:
         """Serialize rows, split them by partition and stage one changelog file per partition.
 
         ``keys``/``values`` are typed Arrow arrays of the spec's types (a null value is a
         tombstone); ``timestamps_ms`` is int64 epoch ms, required by kinds that use one.
-        ``write_id`` groups the files of one write (see ``abort_write``).
+        Files are named ``<write_id>-<sequence>``: a write's files share the prefix (see
+        ``abort_write``), and one writer's successive stages (``sequence`` 0, 1, ...) sort,
+        and so are applied, in order. ``write_id`` must be unique per writer (task).
         """
-        write_id = write_id or uuid.uuid4().hex
+        name = f"{write_id or uuid.uuid4().hex}-{sequence:09d}"
         spec = self.spec
         key_bytes = serde_for(spec.key_type, column="key").encode(keys)
         value_bytes = serde_for(spec.value_type, column="value").encode(values)
@@ -227,7 +230,7 @@ class StoreTable:
         files = []
         if spec.num_partitions == 1:
             if table.num_rows:
-                files.append(write_changelog(self.catalog.storage, spec.name, 0, table, write_id))
+                files.append(write_changelog(self.catalog.storage, spec.name, 0, table, name))
             return files
         parts = partitions_of(key_bytes.to_pylist(), spec.num_partitions)
         # A stable sort keeps each partition's rows in their input order.
@@ -237,7 +240,7 @@ class StoreTable:
         for partition, count in enumerate(counts.tolist()):
             if count:
                 rows = table.slice(start, count)
-                files.append(write_changelog(self.catalog.storage, spec.name, partition, rows, write_id))
+                files.append(write_changelog(self.catalog.storage, spec.name, partition, rows, name))
             start += count
         return files
 

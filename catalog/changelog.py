@@ -12,7 +12,6 @@ record that publishes it and checked before it is applied.
 
 from __future__ import annotations
 
-import uuid
 import zlib
 
 import pyarrow as pa
@@ -32,18 +31,19 @@ def changelog_schema(with_timestamp: bool) -> pa.Schema:
 
 
 def write_changelog(
-    storage: Storage, store_dir: str, partition: int, table: pa.Table, write_id: str
+    storage: Storage, store_dir: str, partition: int, table: pa.Table, name: str
 ) -> ChangelogFile:
     """Stage one changelog file for ``partition`` and describe it for the commit record.
 
-    Its name starts with ``write_id``, so that an abort finds every file of its write, even
-    those of tasks whose results never reached the driver.
+    ``name`` must be unique; it starts with the write id, so that an abort finds every file of
+    its write (even those of tasks whose results never reached the driver), and it sorts in
+    the order the files must be applied (see ``StoreTable.stage``).
     """
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=1 << 16)
     data = sink.getvalue().to_pybytes()
-    rel = f"{CHANGELOG_DIR}/{partition:05d}/{write_id}-{uuid.uuid4().hex}.arrow"
+    rel = f"{CHANGELOG_DIR}/{partition:05d}/{name}.arrow"
     storage.write_bytes(data, store_dir, rel)
     return ChangelogFile(
         partition=partition, path=rel, rows=table.num_rows, size=len(data), crc32=zlib.crc32(data)

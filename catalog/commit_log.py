@@ -124,6 +124,12 @@ class CommitLog:
                 return True, records[index:]
         return False, records
 
+    def _holds(self, commit_id: int, data: bytes) -> bool:
+        try:
+            return self.storage.read_bytes(self.store_dir, COMMITS_DIR, _name(commit_id)) == data
+        except FileNotFoundError:
+            return False
+
     def publish(
         self, operation: str, files: list[ChangelogFile], summary: dict[str, Any] | None = None
     ) -> CommitRecord:
@@ -139,9 +145,19 @@ class CommitLog:
                 files=tuple(files),
                 summary=summary or {},
             )
-            if self.storage.write_if_absent(
-                record.to_json(), self.store_dir, COMMITS_DIR, _name(record.id)
-            ):
+            data = record.to_json()
+            try:
+                created = self.storage.write_if_absent(
+                    data, self.store_dir, COMMITS_DIR, _name(record.id)
+                )
+            except Exception:
+                # The record may be visible although the call failed (after the link, on the
+                # directory fsync, or an uncertain object-store put): then it is published,
+                # and its files must not be deleted as those of a failed write.
+                if self._holds(record.id, data):
+                    return record
+                raise
+            if created:
                 return record
         raise CommitConflictError(
             f"could not publish a commit to {self.storage.url(self.store_dir)} after "

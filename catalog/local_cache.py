@@ -3,13 +3,15 @@
 The durable files are the truth; a partition's RocksDB is a cache of them. It keeps, in its
 ``state_store_meta`` column family and in the same atomic batch as the data, the id of the last
 commit it applied (Kafka's checkpointed changelog offset), and catches up by replaying the
-partition's files of newer commits, one commit per batch. A lost or stale directory is rebuilt.
+partition's files of newer commits, one commit per batch. A lost directory is rebuilt.
 
-Several tasks and processes read the same partition at once: catching up takes an exclusive
-``flock`` on a lock file beside the database and opens it read-write; reading takes a shared lock
-and opens it read-only, which RocksDB allows alongside other read-only handles. A reader pinned to
-an older commit than the cache has reached (a write committed while its query ran) reads from a
-private, temporary materialization instead, so every query sees one snapshot.
+Several tasks and processes read the same partition at once: reading takes a shared ``flock`` on
+a lock file beside the database and opens it read-only, which RocksDB allows alongside other
+read-only handles; catching up takes the lock exclusively, without waiting, and opens it
+read-write. A reader pinned to an older commit than the cache has reached (a write committed
+while its query ran), or one that finds the cache behind while others read it, reads from a
+private, temporary materialization instead: every query sees one snapshot, and no reader waits
+for another.
 
 Where: ``$STATE_STORE_CACHE_DIR``, else the first of ``$SPARK_LOCAL_DIRS`` (set by Spark for
 Python workers: executor-local), else the system temporary directory.
@@ -34,6 +36,7 @@ from catalog.commit_log import CommitLog
 from catalog.kinds import kind_of
 from catalog.spec import StoreSpec
 from catalog.storage import Storage
+from stores.errors import StoreNotFoundError
 from stores.rocksdb_bytes import RocksDBBytesStore
 
 META_CF = "state_store_meta"
@@ -74,10 +77,12 @@ class PartitionCache:
         self._families = (*self.kind.column_families(spec.params), META_CF)
 
     @contextlib.contextmanager
-    def _lock(self, exclusive: bool) -> Iterator[None]:
+    def _lock(self, exclusive: bool, *, wait: bool = True) -> Iterator[None]:
+        """Hold the partition's ``flock``; raises BlockingIOError if busy and not ``wait``."""
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         with open(self.path + ".lock", "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+            fcntl.flock(handle, mode if wait else mode | fcntl.LOCK_NB)
             try:
                 yield
             finally:
@@ -118,22 +123,41 @@ class PartitionCache:
             db.close()
 
     @contextlib.contextmanager
+    def _open_shared(self, target: int) -> Iterator[Any]:
+        """Yield the cache's store under a shared lock if it is at ``target``, else None."""
+        with self._lock(exclusive=False):
+            try:
+                db = RocksDBBytesStore(self.path, self._families, read_only=True)
+            except StoreNotFoundError:
+                yield None
+                return
+            try:
+                yield self.kind.open(db, self.spec.params) if _applied(db) == target else None
+            finally:
+                db.close()
+
+    @contextlib.contextmanager
     def open_at(self, target: int) -> Iterator[tuple[Any, bool]]:
         """Yield ``(store, shared)``: the partition's store as of commit ``target``, read-only.
 
-        ``shared`` is True when it is this machine's cache (held under a shared lock), False
-        for a private materialization made because the cache had moved past ``target``.
+        ``shared`` is True when it is this machine's cache, read under a shared lock that other
+        readers share; False for a private materialization, made when the cache cannot be at
+        ``target``: it has moved past it, or it is behind and busy with readers (waiting for
+        them could wait on a half-consumed scan of this very process).
         """
-        self.catch_up(target)
-        with self._lock(exclusive=False):
-            db = RocksDBBytesStore(self.path, self._families, read_only=True)
-            try:
-                if _applied(db) == target:
-                    yield self.kind.open(db, self.spec.params), True
-                    return
-            finally:
-                db.close()
-        # The cache moved past our snapshot between catch-up and read: use a private copy.
+        with self._open_shared(target) as store:
+            if store is not None:
+                yield store, True
+                return
+        try:
+            with self._lock(exclusive=True, wait=False):
+                self._catch_up(self.path, target)
+        except BlockingIOError:
+            pass
+        with self._open_shared(target) as store:
+            if store is not None:
+                yield store, True
+                return
         private = tempfile.mkdtemp(prefix="snapshot-", dir=os.path.dirname(self.path))
         try:
             self._catch_up(private, target)
@@ -162,9 +186,10 @@ class PartitionCache:
         path = self._scan_file(target)
         with self.open_at(target) as (store, shared):
             if shared and os.path.exists(path):
-                reader = pa.ipc.open_file(pa.memory_map(path))
-                for i in range(reader.num_record_batches):
-                    yield reader.get_batch(i)
+                with pa.memory_map(path) as source:
+                    reader = pa.ipc.open_file(source)
+                    for i in range(reader.num_record_batches):
+                        yield reader.get_batch(i)
                 return
             if not shared:
                 yield from scan(store)

@@ -71,15 +71,18 @@ class StoreSpec:
         """
         try:
             raw = json.loads(data)
-            spec = cls(**raw)
-        except (ValueError, TypeError) as exc:
+            version = raw.get("format_version", FORMAT_VERSION)
+        except (ValueError, AttributeError) as exc:
             raise CorruptDataError(f"store spec at {where} cannot be read: {exc}") from exc
-        if spec.format_version > FORMAT_VERSION:
+        if not isinstance(version, int) or version > FORMAT_VERSION:
             raise CorruptDataError(
-                f"store spec at {where} has format version {spec.format_version}; this "
+                f"store spec at {where} has format version {version!r}; this "
                 f"library reads up to {FORMAT_VERSION}: upgrade state-store"
             )
-        return spec
+        try:
+            return cls(**raw)
+        except TypeError as exc:
+            raise CorruptDataError(f"store spec at {where} cannot be read: {exc}") from exc
 
     def describe(self) -> dict[str, Any]:
         """A flat, human-readable summary (for ``Catalog.describe``)."""

@@ -89,6 +89,7 @@ class Storage:
         self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
         if isinstance(self.fs, LocalFileSystem):
             os.replace(_durable_temp_copy(target, data), target)
+            _fsync_dir(posixpath.dirname(target))  # the new name survives a power loss too
         else:
             self.fs.pipe_file(target, data)
 

@@ -19,7 +19,7 @@ from catalog.spec import StoreSpec
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
 from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
-from stores.types import describe, same_type
+from stores.types import all_nullable, describe, same_type
 
 #: Rows buffered per task before they are staged as changelog files.
 FLUSH_BYTES = 128 << 20
@@ -40,8 +40,16 @@ class StateStoreWriter(DataSourceArrowWriter):
     commit record, so a failed first write leaves no store behind.
     """
 
-    def __init__(self, root: str, spec: StoreSpec, overwrite: bool, timestamp_is_long: bool) -> None:
+    def __init__(
+        self,
+        root: str,
+        spec: StoreSpec,
+        overwrite: bool,
+        timestamp_is_long: bool,
+        creates: bool = False,
+    ) -> None:
         self.write_id = uuid.uuid4().hex
+        self.creates = creates  # whether this write creates the store (it did not exist)
         self.root = root
         self.spec = spec
         self.overwrite = overwrite
@@ -66,15 +74,17 @@ class StateStoreWriter(DataSourceArrowWriter):
                     f"{', '.join(columns) or 'none'}; a write takes key, value[, timestamp]",
                     code="MISSING_COLUMN",
                 )
+        creates = False
         try:
             spec = catalog.load(options.store).spec
             check_creation_options(options, StoreTable(catalog, spec))
         except StoreNotFoundError:
+            creates = True
             spec = catalog.new_spec(
                 options.store,
                 options.kind or "keyvalue",
-                columns["key"].jsonValue(),
-                columns["value"].jsonValue(),
+                all_nullable(columns["key"].jsonValue()),
+                all_nullable(columns["value"].jsonValue()),
                 options.num_partitions or 1,
                 **{k: v for k, v in options.creation_params().items() if v is not None},
             )
@@ -114,13 +124,15 @@ class StateStoreWriter(DataSourceArrowWriter):
                 f"store does not take; accepted: {', '.join(sorted(accepted))}",
                 code="UNEXPECTED_COLUMN",
             )
-        return cls(catalog.root, spec, overwrite, timestamp_is_long)
+        return cls(catalog.root, spec, overwrite, timestamp_is_long, creates)
 
     def _table(self) -> StoreTable:
         return StoreTable(Catalog(self.root), self.spec)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFiles:
         table = self._table()
+        # This task's files: "<write id>-<task>-<sequence>", applied in the order staged.
+        task_id = f"{self.write_id}-{uuid.uuid4().hex[:16]}"
         staged: list[ChangelogFile] = []
         buffered: list[pa.RecordBatch] = []
         size = 0
@@ -132,10 +144,10 @@ class StateStoreWriter(DataSourceArrowWriter):
                 buffered.append(batch)
                 size += batch.nbytes
                 if size >= FLUSH_BYTES:
-                    staged += self._stage(table, buffered)
+                    staged += self._stage(table, buffered, task_id, len(staged))
                     buffered, size = [], 0
             if buffered:
-                staged += self._stage(table, buffered)
+                staged += self._stage(table, buffered, task_id, len(staged))
             if table.was_aborted(self.write_id):
                 raise CommitConflictError(
                     f"the write to store {self.spec.name!r} was aborted while this task ran"
@@ -160,7 +172,9 @@ class StateStoreWriter(DataSourceArrowWriter):
                 code="NULL_TIMESTAMP",
             )
 
-    def _stage(self, table: StoreTable, batches: list[pa.RecordBatch]) -> list[ChangelogFile]:
+    def _stage(
+        self, table: StoreTable, batches: list[pa.RecordBatch], task_id: str, sequence: int
+    ) -> list[ChangelogFile]:
         data = pa.Table.from_batches(batches)
         millis = None
         if table.kind.uses_timestamp:
@@ -180,18 +194,35 @@ class StateStoreWriter(DataSourceArrowWriter):
             data.column("key").combine_chunks(),
             data.column("value").combine_chunks(),
             millis,
-            self.write_id,
+            task_id,
+            sequence,
         )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         files = [f for m in messages if isinstance(m, StagedFiles) for f in m.files]
         catalog = Catalog(self.root)
-        table = catalog.ensure(self.spec)
+        if self.creates:
+            table = catalog.ensure(self.spec)
+        else:
+            table = self._still_there(catalog)
         try:
             table.commit(files, overwrite=self.overwrite)
         except BaseException:
             table.abort_write(self.write_id, files)
             raise
+
+    def _still_there(self, catalog: Catalog) -> StoreTable:
+        """The store this write was planned against; not one dropped, or dropped and re-made."""
+        try:
+            table = catalog.load(self.spec.name)
+        except StoreNotFoundError:
+            table = None
+        if table is None or table.spec.store_id != self.spec.store_id:
+            raise CommitConflictError(
+                f"store {self.spec.name!r} was dropped (or dropped and re-created) while this "
+                "write ran; nothing was written"
+            )
+        return table
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         files = [f for m in messages if isinstance(m, StagedFiles) for f in m.files]

@@ -123,3 +123,27 @@ def describe(type_json: TypeJson) -> str:
 def same_type(a: TypeJson, b: TypeJson) -> bool:
     """Whether two descriptions name the same type, ignoring nullability and metadata."""
     return describe(a) == describe(b)
+
+
+def all_nullable(type_json: TypeJson) -> TypeJson:
+    """The same type with every nested field, element and map value nullable.
+
+    A store's spec records types this way: a later write may come from a DataFrame whose
+    nullability differs (``same_type`` ignores it), so reads must not promise non-null fields.
+    """
+    if isinstance(type_json, str):
+        return type_json
+    kind = type_json["type"]
+    if kind == "struct":
+        fields = [
+            {**f, "type": all_nullable(f["type"]), "nullable": True} for f in type_json["fields"]
+        ]
+        return {**type_json, "fields": fields}
+    if kind == "array":
+        return {**type_json, "elementType": all_nullable(type_json["elementType"]), "containsNull": True}
+    return {
+        **type_json,
+        "keyType": all_nullable(type_json["keyType"]),
+        "valueType": all_nullable(type_json["valueType"]),
+        "valueContainsNull": True,
+    }

@@ -198,7 +198,7 @@ def test_commit_log_replay_plan_starts_at_the_newest_overwrite(catalog: Catalog)
 def test_abort_write_finds_files_whose_results_were_lost(catalog: Catalog, warehouse: str) -> None:
     table = catalog.create_store("kv", "keyvalue", "string", "long", num_partitions=2)
     reported = table.stage(pa.array(["a", "b"]), pa.array([1, 2]), None, "w1")
-    lost = table.stage(pa.array(["c", "d"]), pa.array([3, 4]), None, "w1")
+    lost = table.stage(pa.array(["c", "d"]), pa.array([3, 4]), None, "w1", sequence=1)
     other = table.stage(pa.array(["e"]), pa.array([5]), None, "w2")
     assert not table.was_aborted("w1")
     table.abort_write("w1", reported)
@@ -231,3 +231,42 @@ def test_a_versioned_commit_applies_in_timestamp_order_across_its_files(catalog:
     second = table.stage(pa.array(["late"]), pa.array([2]), pa.array([5], pa.int64()), "b")
     assert [f.path for f in table.commit(second + first).files] == [first[0].path, second[0].path]
     assert [r["key"] for r in rows(table.to_arrow())] == ["early", "late"]
+
+
+def test_one_writer_s_files_apply_in_the_order_it_staged_them(catalog: Catalog) -> None:
+    table = catalog.create_store("kv", "keyvalue", "long", "long")
+    files = []
+    for sequence in range(12):  # the last of twelve stages must win, whatever the names
+        files += table.stage(pa.array([1]), pa.array([sequence]), None, "w", sequence)
+    table.commit(list(reversed(files)))
+    assert table.to_arrow().to_pylist() == [{"key": 1, "value": 11}]
+
+
+def test_a_half_read_partition_blocks_no_other_reader(catalog: Catalog) -> None:
+    table = catalog.create_store("kv", "keyvalue", "long", "long")
+    table.commit(table.stage(pa.array([1]), pa.array([1]), None))
+    open_scan = table.read_partition(0, snapshot=1)
+    assert next(open_scan).to_pylist() == [{"key": 1, "value": 1}]  # holds its shared lock
+    assert table.to_arrow().to_pylist() == [{"key": 1, "value": 1}]  # same commit: shared
+    table.commit(table.stage(pa.array([1]), pa.array([2]), None))
+    # The cache is behind and busy: this read must neither wait nor see a partial state.
+    assert table.to_arrow().to_pylist() == [{"key": 1, "value": 2}]
+    open_scan.close()
+    assert table.to_arrow().to_pylist() == [{"key": 1, "value": 2}]
+
+
+def test_a_commit_whose_record_landed_before_an_error_is_kept(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import catalog.storage as storage_module
+
+    table = catalog.create_store("kv", "keyvalue", "long", "long")
+    files = table.stage(pa.array([1]), pa.array([1]), None)
+
+    def failing_fsync(path: str) -> None:
+        raise OSError("disk went away after the link")
+
+    monkeypatch.setattr(storage_module, "_fsync_dir", failing_fsync)
+    record = table.commit(files)
+    monkeypatch.undo()
+    assert record.id == 1 and table.to_arrow().to_pylist() == [{"key": 1, "value": 1}]

@@ -12,7 +12,7 @@ from catalog import Catalog
 from datasource.options import StoreOptions
 from datasource.reader import StateStoreReader
 from datasource.writer import StagedFiles, StateStoreWriter
-from stores.errors import InvalidOptionError
+from stores.errors import CommitConflictError, InvalidOptionError
 
 SCHEMA = StructType(
     [
@@ -102,3 +102,26 @@ def test_negative_timestamps_are_refused(warehouse: str) -> None:
     with pytest.raises(InvalidOptionError, match=r"\[INVALID_TIMESTAMP\]"):
         writer.write(iter([batch(["EUR"], [1.0], [-5])]))
     assert list(Path(warehouse).rglob("*.arrow")) == []
+
+
+def test_a_store_dropped_while_a_write_runs_is_not_brought_back(warehouse: str) -> None:
+    first = StateStoreWriter.plan(options(warehouse, **VERSIONED), SCHEMA, overwrite=False)
+    first.commit([first.write(iter([batch(["EUR"], [1.0], [1])]))])
+    writer = StateStoreWriter.plan(options(warehouse), SCHEMA, overwrite=False)
+    staged = writer.write(iter([batch(["GBP"], [2.0], [2])]))
+    Catalog(warehouse).drop("rates")
+    with pytest.raises(CommitConflictError, match="was dropped"):
+        writer.commit([staged])
+    writer.abort([staged])
+    assert Catalog(warehouse).list() == []
+
+
+def test_struct_fields_of_a_new_store_are_recorded_nullable(warehouse: str) -> None:
+    from pyspark.sql.types import LongType as Long
+
+    strict = StructType([StructField("a", Long(), nullable=False)])
+    schema = StructType([StructField("key", StringType()), StructField("value", strict)])
+    writer = StateStoreWriter.plan(
+        StoreOptions.parse({"store": "s", "root": warehouse}), schema, overwrite=False
+    )
+    assert writer.spec.value_type["fields"][0]["nullable"] is True  # type: ignore[index]
