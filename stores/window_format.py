@@ -1,0 +1,282 @@
+"""Byte layouts of the window stores, identical to Kafka's ``WindowKeySchema`` and value formats.
+
+Store key (Kafka's ``WindowKeySchema.toStoreKeyBinary``), behind the 8-byte segment prefix of
+:mod:`stores.segments` (``segment id = window start // segment interval``)::
+
+    [serialized key][window start: 8-byte BE long][sequence number: 4-byte BE int]
+
+The sequence number is 0 unless the store retains duplicates, in which case every put takes the
+next number (Kafka: ``seqnum = (seqnum + 1) & 0x7FFFFFFF``, so the first put gets 1).
+
+Value layouts and column families (one RocksDB; the families are Kafka's, per store class):
+
+=================================  ===========================  ==================================
+store                              value layout                 column family
+=================================  ===========================  ==================================
+WindowStore                        [value]                      ``default``
+TimestampedWindowStore             [ts 8][value]                ``keyValueWithTimestamp``
+WindowStoreWithHeaders             [hsize][headers][value]      ``windowKeyValueWithHeaders``
+TimestampedWindowStoreWithHeaders  [hsize][headers][ts 8][v]    ``keyValueWithTimestampAndHeaders``
+(every window store)               stream time, last seqnum     ``segmentsMetadata``
+=================================  ===========================  ==================================
+
+``hsize`` is a varint (Kafka's ``ByteUtils.writeVarint``), ``ts`` an 8-byte BE long.
+
+Older layouts are read lazily from the families of the stores they came from (Kafka's
+``DualColumnFamilyAccessor``), converted as Kafka converts them:
+
+- ``TimestampedWindowStore`` reads ``default`` (plain values) with timestamp -1
+  (``RocksDBTimestampedSegmentedBytesStore`` / ``TimestampedSegment`` over
+  ``RocksDBTimestampedStore``);
+- ``WindowStoreWithHeaders`` reads ``default`` with empty headers
+  (``RocksDBMigratingWindowStoreWithHeaders``: ``convertToHeaderFormat``);
+- ``TimestampedWindowStoreWithHeaders`` reads ``keyValueWithTimestamp`` with empty headers and
+  ``default`` with empty headers and timestamp -1 (``RocksDBTimestampedStoreWithHeaders``:
+  ``convertToHeaderFormat`` / ``convertFromPlainToHeaderFormat``).
+
+Headers bytes are Kafka's ``HeadersSerializer`` layout, see :mod:`stores.headers_format`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from stores.errors import CorruptDataError, InvalidOptionError
+from stores.headers_format import (
+    convert_from_plain_to_header_format,
+    convert_to_header_format,
+    decode_with_headers,
+    encode_with_headers,
+)
+from stores.records import ValueAndHeaders, ValueAndTimestamp, ValueTimestampHeaders, Window
+from stores.rocksdb_bytes import DEFAULT_CF
+from stores.segments import Converter
+from stores.timestamped_format import (
+    TIMESTAMPED_CF,
+    convert_to_timestamped,
+    decode_timestamped,
+    encode_timestamped,
+)
+
+TIMESTAMP_SIZE = 8
+SEQNUM_SIZE = 4
+SUFFIX_SIZE = TIMESTAMP_SIZE + SEQNUM_SIZE
+MAX_SEQNUM = 0x7FFFFFFF
+MAX_LONG = 2**63 - 1
+#: Column family of ``WindowStoreWithHeaders`` (Kafka's ``RocksDBMigratingWindowStoreWithHeaders``).
+WINDOW_HEADERS_CF = "windowKeyValueWithHeaders"
+#: Column family of ``TimestampedWindowStoreWithHeaders`` (Kafka's
+#: ``RocksDBTimestampedStoreWithHeaders``).
+TIMESTAMPED_HEADERS_CF = "keyValueWithTimestampAndHeaders"
+#: Metadata key of the last sequence number given to a duplicate (our addition; Kafka keeps it
+#: in memory and restarts from 0).
+SEQNUM_KEY = b"windowSequenceNumber"
+
+_SUFFIX = struct.Struct(">qi")
+_INT = struct.Struct(">i")
+
+
+# -- keys -------------------------------------------------------------------------------------
+
+
+def encode_window_key(key: bytes, window_start: int, seqnum: int = 0) -> bytes:
+    """``[key][window start (8)][seqnum (4)]``."""
+    return key + _SUFFIX.pack(window_start, seqnum)
+
+
+def decode_window_key(raw: bytes) -> tuple[bytes, int, int]:
+    """Split a store key into ``(key, window start, seqnum)``.
+
+    Raises:
+        CorruptDataError: fewer than 12 bytes.
+    """
+    if len(raw) < SUFFIX_SIZE:
+        raise CorruptDataError(f"a window store key needs at least {SUFFIX_SIZE} bytes")
+    start, seqnum = _SUFFIX.unpack_from(raw, len(raw) - SUFFIX_SIZE)
+    return raw[:-SUFFIX_SIZE], start, seqnum
+
+
+def lower_range_fixed_size(key: bytes, time_from: int) -> bytes:
+    """Kafka's ``lowerRangeFixedSize``: the first possible store key of ``key`` at ``time_from``."""
+    return encode_window_key(key, max(0, time_from), 0)
+
+
+def upper_range_fixed_size(key: bytes, time_to: int) -> bytes:
+    """Kafka's ``upperRangeFixedSize``: the last possible store key of ``key`` at ``time_to``."""
+    return encode_window_key(key, time_to, MAX_SEQNUM)
+
+
+def lower_range(key_from: bytes) -> bytes:
+    """Kafka's ``lowerRange``: ``key_from`` + 12 zero bytes, below every store key of a key
+    >= ``key_from`` (whatever its length)."""
+    return key_from + bytes(SUFFIX_SIZE)
+
+
+def upper_range(key_to: bytes, time_to: int) -> bytes:
+    """An inclusive upper bound above every store key of a key <= ``key_to`` with a window start
+    <= ``time_to``.
+
+    Kafka's ``OrderedBytes.upperRange`` keeps the longest prefix of ``key_to`` whose bytes are
+    >= the first byte of the suffix, then appends ``[time_to][MAX_INT]``. A shorter key that is a
+    prefix of ``key_to`` sorts with its timestamp bytes where ``key_to`` continues, so the bound
+    must cover ``prefix + suffix`` for every prefix; we take the largest of those candidates,
+    which is Kafka's bound except where a tie in Kafka's greedy choice would leave one out.
+    Entries beyond the true range are filtered afterwards either way.
+    """
+    suffix = _SUFFIX.pack(time_to, MAX_SEQNUM)
+    return max(key_to[:i] + suffix for i in range(len(key_to) + 1))
+
+
+def time_window_for_size(start: int, window_size_ms: int) -> Window:
+    """Kafka's ``timeWindowForSize``: ``[start, start + size]``, the end capped at 2**63-1."""
+    return Window(start, min(start + window_size_ms, MAX_LONG))
+
+
+# -- values -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WindowValueFormat:
+    """How one store class turns its values into bytes, and where it keeps them."""
+
+    name: str
+    value_type: type | None  # None: plain bytes
+    data_cf: str
+    legacy_cfs: tuple[tuple[str, Converter], ...]
+    encode: Callable[[Any], bytes | None]
+    decode: Callable[[bytes], Any]
+
+    def check(self, value: Any) -> Any:
+        """Return ``value`` if it is of this format's value type (or None).
+
+        Raises:
+            InvalidOptionError: it is not.
+        """
+        if value is None:
+            return None
+        if self.value_type is None:
+            if isinstance(value, (bytearray, memoryview)):
+                return bytes(value)
+            if not isinstance(value, bytes):
+                raise InvalidOptionError(
+                    f"value must be bytes or None for a {self.name}, got {type(value).__name__}"
+                )
+            return value
+        if not isinstance(value, self.value_type):
+            raise InvalidOptionError(
+                f"value must be {self.value_type.__name__} or None for a {self.name}, "
+                f"got {type(value).__name__}"
+            )
+        inner = getattr(value, "value", None)
+        if inner is not None and not isinstance(inner, bytes):
+            raise InvalidOptionError(f"the inner value must be bytes, got {type(inner).__name__}")
+        return value
+
+
+def _inner_bytes(value: Any) -> bytes | None:
+    # Kafka's ValueAndTimestampSerializer (and the headers serializers) turn a wrapper around a
+    # null value into null bytes: a delete.
+    inner = value.value
+    return None if inner is None else bytes(inner)
+
+
+def _encode_plain(value: bytes) -> bytes:
+    return value
+
+
+def _decode_plain(raw: bytes) -> bytes:
+    return raw
+
+
+def _encode_timestamped(value: ValueAndTimestamp[bytes]) -> bytes | None:
+    inner = _inner_bytes(value)
+    return None if inner is None else encode_timestamped(inner, value.timestamp)
+
+
+def _encode_headers(value: ValueAndHeaders[bytes]) -> bytes | None:
+    inner = _inner_bytes(value)
+    return None if inner is None else encode_with_headers(value.headers, inner)
+
+
+def _decode_headers(raw: bytes) -> ValueAndHeaders[bytes]:
+    headers, payload = decode_with_headers(raw)
+    return ValueAndHeaders(payload, headers)
+
+
+def _encode_timestamped_headers(value: ValueTimestampHeaders[bytes]) -> bytes | None:
+    inner = _inner_bytes(value)
+    if inner is None:
+        return None
+    return encode_with_headers(value.headers, encode_timestamped(inner, value.timestamp))
+
+
+def _decode_timestamped_headers(raw: bytes) -> ValueTimestampHeaders[bytes]:
+    headers, payload = decode_with_headers(raw)
+    stamped = decode_timestamped(payload)
+    return ValueTimestampHeaders(stamped.value, stamped.timestamp, headers)
+
+
+PLAIN = WindowValueFormat("WindowStore", None, DEFAULT_CF, (), _encode_plain, _decode_plain)
+TIMESTAMPED = WindowValueFormat(
+    "TimestampedWindowStore",
+    ValueAndTimestamp,
+    TIMESTAMPED_CF,
+    ((DEFAULT_CF, convert_to_timestamped),),
+    _encode_timestamped,
+    decode_timestamped,
+)
+HEADERS = WindowValueFormat(
+    "WindowStoreWithHeaders",
+    ValueAndHeaders,
+    WINDOW_HEADERS_CF,
+    ((DEFAULT_CF, convert_to_header_format),),
+    _encode_headers,
+    _decode_headers,
+)
+TIMESTAMPED_HEADERS = WindowValueFormat(
+    "TimestampedWindowStoreWithHeaders",
+    ValueTimestampHeaders,
+    TIMESTAMPED_HEADERS_CF,
+    (
+        (TIMESTAMPED_CF, convert_to_header_format),
+        (DEFAULT_CF, convert_from_plain_to_header_format),
+    ),
+    _encode_timestamped_headers,
+    _decode_timestamped_headers,
+)
+
+
+def encode_seqnum(seqnum: int) -> bytes:
+    """The stored last sequence number (4-byte BE int)."""
+    return _INT.pack(seqnum)
+
+
+def decode_seqnum(raw: bytes | None) -> int:
+    """The last sequence number given out (0 if none)."""
+    return 0 if raw is None else int(_INT.unpack(raw)[0])
+
+
+__all__ = [
+    "HEADERS",
+    "MAX_SEQNUM",
+    "PLAIN",
+    "SEQNUM_KEY",
+    "SUFFIX_SIZE",
+    "TIMESTAMPED",
+    "TIMESTAMPED_HEADERS",
+    "TIMESTAMPED_HEADERS_CF",
+    "WINDOW_HEADERS_CF",
+    "WindowValueFormat",
+    "decode_seqnum",
+    "decode_window_key",
+    "encode_seqnum",
+    "encode_window_key",
+    "lower_range",
+    "lower_range_fixed_size",
+    "time_window_for_size",
+    "upper_range",
+    "upper_range_fixed_size",
+]
