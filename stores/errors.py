@@ -58,3 +58,15 @@ class StoreClosedError(StateStoreError):
     """An operation was attempted on a closed store."""
 
     code = "STORE_CLOSED"
+
+
+class QueryError(StateStoreError, ValueError):
+    """A query API used the wrong way (Kafka's IllegalArgumentException / IllegalStateException)."""
+
+    code = "QUERY_ERROR"
+
+
+class UnsupportedQueryError(StateStoreError, NotImplementedError):
+    """A store refuses a query outright (Kafka's UnsupportedOperationException)."""
+
+    code = "UNSUPPORTED_QUERY"

@@ -1,0 +1,383 @@
+"""The store-level :func:`query`: which store family answers which query, and how.
+
+The table in :mod:`stores.query` lists what each store kind answers; the handlers here mirror
+Kafka's metered stores' query handlers and ``StoreQueryUtils.handleBasicQueries``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from stores.errors import CorruptDataError, InvalidOptionError, UnsupportedQueryError
+from stores.query._checks import MAX_LONG, MIN_LONG
+from stores.query.position import Position, PositionBound, is_permitted
+from stores.query.queries import (
+    KeyQuery,
+    MultiVersionedKeyQuery,
+    Query,
+    RangeQuery,
+    TimestampedKeyQuery,
+    TimestampedKeyWithHeadersQuery,
+    TimestampedRangeQuery,
+    TimestampedRangeWithHeadersQuery,
+    TimestampedWindowKeyWithHeadersQuery,
+    TimestampedWindowRangeWithHeadersQuery,
+    VersionedKeyQuery,
+    WindowKeyQuery,
+    WindowRangeQuery,
+    _Range,
+    _WindowRange,
+)
+from stores.query.results import FailureReason, QueryResult, ResultOrder, _class_name, _Placeholder
+from stores.records import KeyValue, ReadOnlyRecord, ValueAndTimestamp
+
+
+# Store classes, most specific first: (module, class, family). Resolved at call time because the
+# window and session modules may be added after this one is imported.
+_STORE_CLASSES = (
+    ("stores.timestamped", "TimestampedKeyValueStoreWithHeaders", "ts_kv_headers"),
+    ("stores.timestamped", "TimestampedKeyValueStore", "ts_kv"),
+    ("stores.versioned", "VersionedKeyValueStore", "versioned"),
+    ("stores.key_value", "KeyValueStore", "kv"),
+    ("stores.window", "TimestampedWindowStoreWithHeaders", "ts_window_headers"),
+    ("stores.window", "WindowStoreWithHeaders", "window_headers"),
+    ("stores.window", "TimestampedWindowStore", "ts_window"),
+    ("stores.window", "WindowStore", "window"),
+    ("stores.session", "SessionStoreWithHeaders", "session_headers"),
+    ("stores.session", "SessionStore", "session"),
+)
+
+# Query types that Kafka's basic layer (StoreQueryUtils) knows: their position bound is checked
+# before the store finds out whether it can answer them.
+_BASIC = (KeyQuery, RangeQuery, WindowKeyQuery, WindowRangeQuery, VersionedKeyQuery,
+          MultiVersionedKeyQuery)
+
+
+def store_family(store: Any) -> str | None:
+    """The family name of a store object or class (``kv``, ``ts_window_headers``, ...)."""
+    cls = store if isinstance(store, type) else type(store)
+    for module_name, class_name, family in _STORE_CLASSES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        candidate = getattr(module, class_name, None)
+        if isinstance(candidate, type) and issubclass(cls, candidate):
+            return family
+    return None
+
+
+@dataclass(frozen=True)
+class _Handler:
+    run: Callable[[Any, Any], Any]  # (store, query) -> result, or a failed QueryResult
+    single: bool  # a single value (absent: None) rather than an iterator (absent: empty)
+
+
+def query(
+    store: Any,
+    query: Query,
+    position_bound: PositionBound | None = None,
+    *,
+    position: Position | None = None,
+    partition: int | None = None,
+    collect_execution_info: bool = False,
+) -> QueryResult:
+    """Run ``query`` on an open bytes store as Kafka's ``StateStore#query`` does.
+
+    Args:
+        store: an open store of this package (keys and values are bytes).
+        query: a query whose keys and key bounds are bytes.
+        position_bound: the position the store must have reached (default unbounded).
+        position: the store's position (default empty); set on every result.
+        partition: the store partition's number, to compare with the bound as Kafka does.
+        collect_execution_info: record how the query was handled.
+
+    Returns:
+        The result; iterators are lazy and valid while the store is open.
+
+    Raises:
+        InvalidOptionError: a key or bound is not bytes, or (multi-versioned) from > to.
+        UnsupportedQueryError: a KeyQuery or RangeQuery on a versioned store (Kafka throws).
+    """
+    return _answer(
+        store, type(store), query, position_bound, position, partition, collect_execution_info,
+        lambda handler: handler.run(store, query),
+    )
+
+
+def absent_result(
+    store_class: type,
+    query: Query,
+    position_bound: PositionBound | None = None,
+    *,
+    position: Position | None = None,
+    partition: int | None = None,
+    collect_execution_info: bool = False,
+) -> QueryResult:
+    """What :func:`query` returns from a store of ``store_class`` that lacks the query's key.
+
+    The catalog answers a key query's other partitions with this, without opening them: the
+    same failures (unknown type, bound not reached), else None or an empty iterator.
+
+    Raises:
+        InvalidOptionError: a key or bound is not bytes, or (multi-versioned) from > to.
+        UnsupportedQueryError: a KeyQuery or RangeQuery on a versioned store (Kafka throws).
+    """
+    return _answer(
+        _Placeholder(store_class), store_class, query, position_bound, position, partition,
+        collect_execution_info, lambda handler: None if handler.single else iter(()),
+    )
+
+
+def _answer(
+    store: Any,
+    store_class: type,
+    query: Query,
+    position_bound: PositionBound | None,
+    position: Position | None,
+    partition: int | None,
+    collect_execution_info: bool,
+    produce: Callable[[_Handler], Any],
+) -> QueryResult:
+    start = time.perf_counter_ns()
+    bound = PositionBound.unbounded() if position_bound is None else position_bound
+    here = Position.empty() if position is None else position
+    _check_keys(query)
+    family = store_family(store_class)
+    handler = None if family is None else _HANDLERS.get((family, type(query)))
+    if handler is not None:
+        # Kafka's metered stores throw these before the query reaches the inner store.
+        if handler.run in (_unsupported_key, _unsupported_range):
+            handler.run(store, query)
+        if isinstance(query, MultiVersionedKeyQuery):
+            _multi_bounds(query)
+    if handler is None and not isinstance(query, _BASIC):
+        result = QueryResult.for_unknown_query_type(query, store)
+    elif not is_permitted(here, bound, partition):
+        result = QueryResult.not_up_to_bound(here, bound, partition)
+    elif handler is None:
+        result = QueryResult.for_unknown_query_type(query, store)
+    else:
+        wrong = _wrong_form(store, query, family)
+        if wrong is not None:
+            result = wrong
+        else:
+            try:
+                answer = produce(handler)
+            except InvalidOptionError:
+                raise
+            except Exception as exc:  # Kafka turns every store exception into the result
+                answer = QueryResult.for_failure(
+                    FailureReason.STORE_EXCEPTION,
+                    f"{type(exc).__name__} in {_class_name(store)} running {query!r}: {exc}",
+                )
+            result = answer if isinstance(answer, QueryResult) else QueryResult.for_result(answer)
+    if collect_execution_info:
+        how = "Answered for" if isinstance(store, _Placeholder) else "Handled in"
+        tail = " without opening it" if isinstance(store, _Placeholder) else ""
+        result.add_execution_info(
+            f"{how} {_class_name(store)} ({family}){tail} in {time.perf_counter_ns() - start}ns"
+        )
+    result.set_position(here.copy())
+    return result
+
+
+def _check_keys(query: Query) -> None:
+    for name in ("_key", "_lower", "_upper"):
+        value = getattr(query, name, None)
+        if value is not None and not isinstance(value, bytes):
+            raise InvalidOptionError(
+                f"a store-level query needs bytes keys; {name.lstrip('_')} is "
+                f"{type(value).__name__} (typed keys are for the catalog's query)"
+            )
+
+
+def _wrong_form(store: Any, query: Query, family: str | None) -> QueryResult | None:
+    """The failure Kafka gives for the form of a window range query a store does not take."""
+    if not isinstance(query, _WindowRange) or family is None:
+        return None
+    if family.startswith("session") and query._key is None:
+        return QueryResult.for_unknown_query_type(
+            query, store, " because SessionStores only support WindowRangeQuery.withKey"
+        )
+    if "window" in family and query._key is not None:
+        return QueryResult.for_unknown_query_type(
+            query, store,
+            " because WindowStores only supports WindowRangeQuery.withWindowStartRange",
+        )
+    return None
+
+
+# -- handlers -------------------------------------------------------------------------------------
+
+
+def _pairs(
+    entries: Iterable[Any], convert: Callable[[Any], Any] | None = None
+) -> Iterator[KeyValue]:
+    for key, value in entries:
+        yield KeyValue(key, value if convert is None else convert(value))
+
+
+def _kv_range(store: Any, query: _Range) -> Iterator[tuple[Any, Any]]:
+    descending = query.result_order() is ResultOrder.DESCENDING
+    if query._lower is None and query._upper is None:
+        return iter(store.all(reverse=descending))
+    return iter(store.range(query._lower, query._upper, reverse=descending))
+
+
+def _plain(value: Any) -> Any:
+    return None if value is None else value.value
+
+
+def _stamped(value: Any) -> Any:
+    if value is None or isinstance(value, ValueAndTimestamp):
+        return value
+    return ValueAndTimestamp(value.value, value.timestamp)
+
+
+def _checked_record(key: Any, value: Any, when: int) -> ReadOnlyRecord:
+    if when < 0:
+        # Kafka's Record refuses negative timestamps: a stored one means unexpected state.
+        raise CorruptDataError(
+            f"stored record for key {key!r} has a negative timestamp ({when}); "
+            "cannot construct a ReadOnlyRecord"
+        )
+    return ReadOnlyRecord(key, value.value, when, value.headers)
+
+
+def _kv_key(store: Any, query: Any) -> Any:
+    return store.get(query._key)
+
+
+def _ts_key_record(store: Any, query: TimestampedKeyWithHeadersQuery) -> Any:
+    found = store.get(query._key)
+    if found is None:
+        return None
+    if found.timestamp < 0:
+        return QueryResult.for_failure(
+            FailureReason.STORE_EXCEPTION,
+            f"Stored record for the queried key has a negative timestamp ({found.timestamp}); "
+            "cannot construct a ReadOnlyRecord.",
+        )
+    return ReadOnlyRecord(query._key, found.value, found.timestamp, found.headers)
+
+
+def _ts_range_records(store: Any, query: _Range) -> Iterator[ReadOnlyRecord]:
+    for key, value in _kv_range(store, query):
+        yield _checked_record(key, value, value.timestamp)
+
+
+def _unsupported_key(store: Any, query: Any) -> Any:
+    raise UnsupportedQueryError("Versioned stores do not support KeyQuery queries at this time.")
+
+
+def _unsupported_range(store: Any, query: Any) -> Any:
+    raise UnsupportedQueryError("Versioned stores do not support RangeQuery queries at this time.")
+
+
+def _versioned_key(store: Any, query: VersionedKeyQuery) -> Any:
+    return store.get(query._key, query._as_of)
+
+
+def _multi_bounds(query: MultiVersionedKeyQuery) -> tuple[int, int]:
+    lower = MIN_LONG if query._from is None else query._from
+    upper = MAX_LONG if query._to is None else query._to
+    if lower > upper:
+        raise InvalidOptionError(
+            "The `fromTime` timestamp must be smaller than the `toTime` timestamp "
+            f"(from_time={lower}, to_time={upper})."
+        )
+    return lower, upper
+
+
+def _multi_versions(store: Any, query: MultiVersionedKeyQuery) -> Iterator[Any]:
+    lower, upper = _multi_bounds(query)
+    ascending = query.result_order() is ResultOrder.ASCENDING
+    return iter(store.versions(query._key, lower, upper, ascending=ascending))
+
+
+def _window_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
+    def run(store: Any, query: WindowKeyQuery) -> Any:
+        return _pairs(store.fetch(query._key, query._time_from, query._time_to), convert)
+
+    return run
+
+
+def _window_range(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
+    def run(store: Any, query: _WindowRange) -> Any:
+        return _pairs(store.fetch_all(query._time_from, query._time_to), convert)
+
+    return run
+
+
+def _window_key_records(store: Any, query: TimestampedWindowKeyWithHeadersQuery) -> Any:
+    entries = store.fetch(query._key, query._key, query._time_from, query._time_to)
+    return (_checked_record(k, v, v.timestamp) for k, v in entries)
+
+
+def _window_range_records(store: Any, query: _WindowRange) -> Any:
+    entries = store.fetch_all(query._time_from, query._time_to)
+    return (_checked_record(k, v, v.timestamp) for k, v in entries)
+
+
+def _session_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
+    def run(store: Any, query: _WindowRange) -> Any:
+        return _pairs(store.fetch(query._key), convert)
+
+    return run
+
+
+def _session_records(store: Any, query: _WindowRange) -> Any:
+    # A session has no event time of its own: Kafka stamps its record with the session end.
+    return (_checked_record(k, v, k.window.end) for k, v in store.fetch(query._key))
+
+
+def _handlers() -> dict[tuple[str, type], _Handler]:
+    one, many = True, False
+    table: dict[tuple[str, type], _Handler] = {
+        ("kv", KeyQuery): _Handler(_kv_key, one),
+        ("kv", RangeQuery): _Handler(lambda s, q: _pairs(_kv_range(s, q)), many),
+        ("versioned", KeyQuery): _Handler(_unsupported_key, one),
+        ("versioned", RangeQuery): _Handler(_unsupported_range, many),
+        ("versioned", VersionedKeyQuery): _Handler(_versioned_key, one),
+        ("versioned", MultiVersionedKeyQuery): _Handler(_multi_versions, many),
+    }
+    for family in ("ts_kv", "ts_kv_headers"):
+        table[(family, KeyQuery)] = _Handler(lambda s, q: _plain(s.get(q._key)), one)
+        table[(family, TimestampedKeyQuery)] = _Handler(
+            lambda s, q: _stamped(s.get(q._key)), one
+        )
+        table[(family, RangeQuery)] = _Handler(lambda s, q: _pairs(_kv_range(s, q), _plain), many)
+        table[(family, TimestampedRangeQuery)] = _Handler(
+            lambda s, q: _pairs(_kv_range(s, q), _stamped), many
+        )
+    table[("ts_kv_headers", TimestampedKeyWithHeadersQuery)] = _Handler(_ts_key_record, one)
+    table[("ts_kv_headers", TimestampedRangeWithHeadersQuery)] = _Handler(_ts_range_records, many)
+    windows: dict[str, Callable[[Any], Any] | None] = {
+        "window": None, "ts_window": None, "window_headers": _plain, "ts_window_headers": _stamped
+    }
+    for family, convert in windows.items():
+        table[(family, WindowKeyQuery)] = _Handler(_window_key(convert), many)
+        table[(family, WindowRangeQuery)] = _Handler(_window_range(convert), many)
+    table[("ts_window_headers", TimestampedWindowKeyWithHeadersQuery)] = _Handler(
+        _window_key_records, many
+    )
+    table[("ts_window_headers", TimestampedWindowRangeWithHeadersQuery)] = _Handler(
+        _window_range_records, many
+    )
+    table[("session", WindowRangeQuery)] = _Handler(_session_key(None), many)
+    table[("session_headers", WindowRangeQuery)] = _Handler(_session_key(_plain), many)
+    table[("session_headers", TimestampedWindowRangeWithHeadersQuery)] = _Handler(
+        _session_records, many
+    )
+    return table
+
+
+_HANDLERS = _handlers()
+
+
+__all__ = ["absent_result", "query", "store_family"]

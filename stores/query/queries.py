@@ -1,0 +1,446 @@
+"""The query classes, with Kafka's names in snake_case and Kafka's static factories."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from stores.query._checks import millis, not_none
+from stores.query.results import ResultOrder
+
+Q = TypeVar("Q", bound="Query")
+_MISSING: Any = object()
+
+
+class Query:
+    """Base of every query. ``map_keys`` rewrites the query's keys (the catalog serializes
+    typed keys with it); ``routing_key`` is the one key the query is about, if any."""
+
+    def map_keys(self: Q, convert: Callable[[Any], Any]) -> Q:
+        """A copy with every key and key bound passed through ``convert`` (None stays None)."""
+        changes = {
+            name: None if getattr(self, name) is None else convert(getattr(self, name))
+            for name in ("_key", "_lower", "_upper")
+            if hasattr(self, name)
+        }
+        return replace(self, **changes)  # type: ignore[type-var]
+
+    def routing_key(self) -> Any:
+        """The key whose partition alone can hold the answer, or None."""
+        return getattr(self, "_key", None)
+
+
+@dataclass(frozen=True)
+class KeyQuery(Query):
+    """One key's value (Kafka's ``KeyQuery``)."""
+
+    _key: Any
+    _skip_cache: bool = False
+
+    @staticmethod
+    def with_key(key: Any) -> KeyQuery:
+        """Query ``key``.
+
+        Raises:
+            InvalidOptionError: ``key`` is None.
+        """
+        return KeyQuery(not_none(key, "the key should not be null"))
+
+    def skip_cache(self) -> KeyQuery:
+        """The same query, skipping any cache (stores here have none)."""
+        return replace(self, _skip_cache=True)
+
+    def get_key(self) -> Any:
+        """The key."""
+        return self._key
+
+    def is_skip_cache(self) -> bool:
+        """Whether to skip the cache."""
+        return self._skip_cache
+
+
+@dataclass(frozen=True)
+class TimestampedKeyQuery(Query):
+    """One key's value and timestamp (Kafka's ``TimestampedKeyQuery``, KIP-992)."""
+
+    _key: Any
+    _skip_cache: bool = False
+
+    @staticmethod
+    def with_key(key: Any) -> TimestampedKeyQuery:
+        """Query ``key``.
+
+        Raises:
+            InvalidOptionError: ``key`` is None.
+        """
+        return TimestampedKeyQuery(not_none(key, "the key should not be null"))
+
+    def skip_cache(self) -> TimestampedKeyQuery:
+        """The same query, skipping any cache."""
+        return replace(self, _skip_cache=True)
+
+    def key(self) -> Any:
+        """The key."""
+        return self._key
+
+    def is_skip_cache(self) -> bool:
+        """Whether to skip the cache."""
+        return self._skip_cache
+
+
+@dataclass(frozen=True)
+class TimestampedKeyWithHeadersQuery(Query):
+    """One key's record with headers (Kafka's ``TimestampedKeyWithHeadersQuery``, KIP-1356)."""
+
+    _key: Any
+    _skip_cache: bool = False
+
+    @staticmethod
+    def with_key(key: Any) -> TimestampedKeyWithHeadersQuery:
+        """Query ``key``.
+
+        Raises:
+            InvalidOptionError: ``key`` is None.
+        """
+        return TimestampedKeyWithHeadersQuery(not_none(key, "the key should not be null"))
+
+    def skip_cache(self) -> TimestampedKeyWithHeadersQuery:
+        """The same query, skipping any cache."""
+        return replace(self, _skip_cache=True)
+
+    def key(self) -> Any:
+        """The key."""
+        return self._key
+
+    def is_skip_cache(self) -> bool:
+        """Whether to skip the cache."""
+        return self._skip_cache
+
+
+@dataclass(frozen=True)
+class _Range(Query):
+    """Key bounds (inclusive; None is open) and an order, shared by the range queries."""
+
+    _lower: Any = None
+    _upper: Any = None
+    _order: ResultOrder = ResultOrder.ANY
+
+    @classmethod
+    def with_range(cls: type[R], lower: Any, upper: Any) -> R:
+        """Keys from ``lower`` to ``upper``, both inclusive (None is open)."""
+        return cls(lower, upper)
+
+    @classmethod
+    def with_lower_bound(cls: type[R], lower: Any) -> R:
+        """Keys from ``lower`` on."""
+        return cls(lower, None)
+
+    @classmethod
+    def with_upper_bound(cls: type[R], upper: Any) -> R:
+        """Keys up to ``upper``."""
+        return cls(None, upper)
+
+    @classmethod
+    def with_no_bounds(cls: type[R]) -> R:
+        """Every key."""
+        return cls()
+
+    def with_descending_keys(self: R) -> R:
+        """The same range, keys in descending serialized-byte order."""
+        return replace(self, _order=ResultOrder.DESCENDING)
+
+    def with_ascending_keys(self: R) -> R:
+        """The same range, keys in ascending serialized-byte order."""
+        return replace(self, _order=ResultOrder.ASCENDING)
+
+    def result_order(self) -> ResultOrder:
+        """The requested order (``ANY`` is served ascending)."""
+        return self._order
+
+    def routing_key(self) -> Any:
+        return None
+
+
+R = TypeVar("R", bound=_Range)
+
+
+@dataclass(frozen=True)
+class RangeQuery(_Range):
+    """A key range or a full scan (Kafka's ``RangeQuery``, KIP-805)."""
+
+    def get_lower_bound(self) -> Any:
+        """The lower bound, or None."""
+        return self._lower
+
+    def get_upper_bound(self) -> Any:
+        """The upper bound, or None."""
+        return self._upper
+
+
+@dataclass(frozen=True)
+class TimestampedRangeQuery(_Range):
+    """A range of values with timestamps (Kafka's ``TimestampedRangeQuery``, KIP-992)."""
+
+    def lower_bound(self) -> Any:
+        """The lower bound, or None."""
+        return self._lower
+
+    def upper_bound(self) -> Any:
+        """The upper bound, or None."""
+        return self._upper
+
+
+@dataclass(frozen=True)
+class TimestampedRangeWithHeadersQuery(_Range):
+    """A range of records with headers (Kafka's ``TimestampedRangeWithHeadersQuery``)."""
+
+    def lower_bound(self) -> Any:
+        """The lower bound, or None."""
+        return self._lower
+
+    def upper_bound(self) -> Any:
+        """The upper bound, or None."""
+        return self._upper
+
+
+@dataclass(frozen=True)
+class VersionedKeyQuery(Query):
+    """One key's latest version, or the one valid at a time (Kafka's ``VersionedKeyQuery``)."""
+
+    _key: Any
+    _as_of: int | None = None
+
+    @staticmethod
+    def with_key(key: Any) -> VersionedKeyQuery:
+        """The latest version of ``key``.
+
+        Raises:
+            InvalidOptionError: ``key`` is None.
+        """
+        return VersionedKeyQuery(not_none(key, "Key can not be null."))
+
+    def as_of(self, as_of_timestamp: Any) -> VersionedKeyQuery:
+        """The version valid at ``as_of_timestamp`` (the latest one with timestamp <= it).
+
+        Raises:
+            InvalidOptionError: the timestamp is None or not epoch ms.
+        """
+        not_none(as_of_timestamp, "asOfTimestamp can not be null.")
+        return replace(self, _as_of=millis(as_of_timestamp, "as_of_timestamp"))
+
+    def key(self) -> Any:
+        """The key."""
+        return self._key
+
+    def as_of_timestamp(self) -> int | None:
+        """The as-of time in epoch ms, or None for the latest version."""
+        return self._as_of
+
+
+@dataclass(frozen=True)
+class MultiVersionedKeyQuery(Query):
+    """Every version of a key in a time range (Kafka's ``MultiVersionedKeyQuery``, KIP-968)."""
+
+    _key: Any
+    _from: int | None = None
+    _to: int | None = None
+    _order: ResultOrder = ResultOrder.ANY
+
+    @staticmethod
+    def with_key(key: Any) -> MultiVersionedKeyQuery:
+        """Every version of ``key``.
+
+        Raises:
+            InvalidOptionError: ``key`` is None.
+        """
+        return MultiVersionedKeyQuery(not_none(key, "key cannot be null."))
+
+    def from_time(self, from_time: Any = _MISSING) -> Any:
+        """With an argument, the query from that time (None: unbounded); without, the bound.
+
+        Kafka overloads ``fromTime(Instant)`` (builder) and ``fromTime()`` (accessor).
+
+        Raises:
+            InvalidOptionError: the time is not epoch ms.
+        """
+        if from_time is _MISSING:
+            return self._from
+        return replace(self, _from=None if from_time is None else millis(from_time, "from_time"))
+
+    def to_time(self, to_time: Any = _MISSING) -> Any:
+        """With an argument, the query up to that time (None: unbounded); without, the bound.
+
+        Raises:
+            InvalidOptionError: the time is not epoch ms.
+        """
+        if to_time is _MISSING:
+            return self._to
+        return replace(self, _to=None if to_time is None else millis(to_time, "to_time"))
+
+    def with_ascending_timestamps(self) -> MultiVersionedKeyQuery:
+        """Oldest version first."""
+        return replace(self, _order=ResultOrder.ASCENDING)
+
+    def with_descending_timestamps(self) -> MultiVersionedKeyQuery:
+        """Newest version first."""
+        return replace(self, _order=ResultOrder.DESCENDING)
+
+    def key(self) -> Any:
+        """The key."""
+        return self._key
+
+    def result_order(self) -> ResultOrder:
+        """The requested order (``ANY`` is served newest first)."""
+        return self._order
+
+
+@dataclass(frozen=True)
+class WindowKeyQuery(Query):
+    """One key's windows by window start (Kafka's ``WindowKeyQuery``, KIP-806)."""
+
+    _key: Any
+    _time_from: int | None = None
+    _time_to: int | None = None
+
+    @staticmethod
+    def with_key_and_window_start_range(key: Any, time_from: Any, time_to: Any) -> WindowKeyQuery:
+        """Windows of ``key`` starting in ``[time_from, time_to]``.
+
+        Raises:
+            InvalidOptionError: ``key`` is None or a time is not epoch ms.
+        """
+        return WindowKeyQuery(
+            not_none(key, "the key should not be null"),
+            millis(time_from, "time_from"),
+            millis(time_to, "time_to"),
+        )
+
+    def get_key(self) -> Any:
+        """The key."""
+        return self._key
+
+    def get_time_from(self) -> int | None:
+        """Lower window-start bound (inclusive)."""
+        return self._time_from
+
+    def get_time_to(self) -> int | None:
+        """Upper window-start bound (inclusive)."""
+        return self._time_to
+
+
+@dataclass(frozen=True)
+class _WindowRange(Query):
+    _key: Any = None
+    _time_from: int | None = None
+    _time_to: int | None = None
+
+    @classmethod
+    def with_key(cls: type[W], key: Any) -> W:
+        """Every session of ``key`` (answered by session stores only).
+
+        Raises:
+            InvalidOptionError: ``key`` is None.
+        """
+        return cls(not_none(key, "the key should not be null"))
+
+    @classmethod
+    def with_window_start_range(cls: type[W], time_from: Any, time_to: Any) -> W:
+        """Every key's windows starting in ``[time_from, time_to]`` (window stores only).
+
+        Raises:
+            InvalidOptionError: a time is not epoch ms.
+        """
+        return cls(None, millis(time_from, "time_from"), millis(time_to, "time_to"))
+
+
+W = TypeVar("W", bound=_WindowRange)
+
+
+@dataclass(frozen=True)
+class WindowRangeQuery(_WindowRange):
+    """Kafka's ``WindowRangeQuery``: a window-start range (window stores) or a key (sessions)."""
+
+    def get_key(self) -> Any:
+        """The key of a ``with_key`` query, else None."""
+        return self._key
+
+    def get_time_from(self) -> int | None:
+        """Lower window-start bound of a ``with_window_start_range`` query, else None."""
+        return self._time_from
+
+    def get_time_to(self) -> int | None:
+        """Upper window-start bound of a ``with_window_start_range`` query, else None."""
+        return self._time_to
+
+
+@dataclass(frozen=True)
+class TimestampedWindowKeyWithHeadersQuery(Query):
+    """One key's windowed records with headers (Kafka's
+    ``TimestampedWindowKeyWithHeadersQuery``, KIP-1356)."""
+
+    _key: Any
+    _time_from: int | None = None
+    _time_to: int | None = None
+
+    @staticmethod
+    def with_key_and_window_start_range(
+        key: Any, time_from: Any, time_to: Any
+    ) -> TimestampedWindowKeyWithHeadersQuery:
+        """Records of ``key`` whose window starts in ``[time_from, time_to]``.
+
+        Raises:
+            InvalidOptionError: ``key`` is None or a time is not epoch ms.
+        """
+        return TimestampedWindowKeyWithHeadersQuery(
+            not_none(key, "the key should not be null"),
+            millis(time_from, "time_from"),
+            millis(time_to, "time_to"),
+        )
+
+    def key(self) -> Any:
+        """The key."""
+        return self._key
+
+    def time_from(self) -> int | None:
+        """Lower window-start bound (inclusive)."""
+        return self._time_from
+
+    def time_to(self) -> int | None:
+        """Upper window-start bound (inclusive)."""
+        return self._time_to
+
+
+@dataclass(frozen=True)
+class TimestampedWindowRangeWithHeadersQuery(_WindowRange):
+    """Kafka's ``TimestampedWindowRangeWithHeadersQuery``: records with headers by window-start
+    range (window stores) or by key (session stores)."""
+
+    def key(self) -> Any:
+        """The key of a ``with_key`` query, else None."""
+        return self._key
+
+    def time_from(self) -> int | None:
+        """Lower window-start bound, else None."""
+        return self._time_from
+
+    def time_to(self) -> int | None:
+        """Upper window-start bound, else None."""
+        return self._time_to
+
+
+__all__ = [
+    "KeyQuery",
+    "MultiVersionedKeyQuery",
+    "Query",
+    "RangeQuery",
+    "TimestampedKeyQuery",
+    "TimestampedKeyWithHeadersQuery",
+    "TimestampedRangeQuery",
+    "TimestampedRangeWithHeadersQuery",
+    "TimestampedWindowKeyWithHeadersQuery",
+    "TimestampedWindowRangeWithHeadersQuery",
+    "VersionedKeyQuery",
+    "WindowKeyQuery",
+    "WindowRangeQuery",
+]
