@@ -1,8 +1,10 @@
 """Write/read throughput of a store against parquet, measured in the same Spark session.
 
-    python bench/write_read.py --rows 1000000 --kind keyvalue
+    python bench/write_read.py --rows 1000000 --kind keyvalue   # or timestamped, versioned,
+                                                               # window, session [--headers]
 
-Rows: 16-byte string keys, 100-byte string values (+ a timestamp for versioned stores). Each
+Rows: 16-byte string keys, 100-byte string values (+ the kind's time columns; with --headers,
+two headers per row). Each
 figure is rows/s; ratios are store / parquet, > 1 meaning the store is faster. A "full read"
 materializes every column of every row (Spark's ``noop`` sink), so parquet cannot answer from
 metadata. The first store read includes building the executors' local RocksDB caches.
@@ -51,7 +53,12 @@ def full_read(df: DataFrame) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--kind", choices=["keyvalue", "versioned"], default="keyvalue")
+    parser.add_argument(
+        "--kind",
+        choices=["keyvalue", "timestamped", "versioned", "window", "session"],
+        default="keyvalue",
+    )
+    parser.add_argument("--headers", action="store_true", help="header-aware store")
     parser.add_argument("--store-partitions", type=int, default=4)
     parser.add_argument("--input-partitions", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
@@ -73,8 +80,18 @@ def main() -> None:
             "lpad(hex(id), 16, '0') AS key",
             "concat(repeat('v', 84), lpad(cast(id AS string), 16, '0')) AS value",
         ]
-        if args.kind == "versioned":
+        if args.kind in ("versioned", "timestamped"):
             columns.append("timestamp_millis(1714564800000 + id) AS timestamp")
+        if args.kind == "window":
+            columns.append("timestamp_millis(1714564800000 + (id % 1000) * 60000) AS window_start")
+        if args.kind == "session":
+            columns.append("timestamp_millis(1714564800000 + id) AS session_start")
+            columns.append("timestamp_millis(1714564800000 + id + 5000) AS session_end")
+        if args.headers:
+            columns.append(
+                "array(named_struct('key', 'trace', 'value', unhex(hex(id))), "
+                "named_struct('key', 'source', 'value', cast(NULL AS binary))) AS headers"
+            )
         df = spark.range(0, args.rows, 1, args.input_partitions).selectExpr(*columns).cache()
         df.count()  # generate once, outside the timings
 
@@ -83,6 +100,12 @@ def main() -> None:
         options = {"root": root, "kind": args.kind, "numPartitions": str(args.store_partitions)}
         if args.kind == "versioned":
             options["historyRetention"] = "1 day"
+        if args.kind in ("window", "session"):
+            options["retention"] = "30 days"
+        if args.kind == "window":
+            options["windowSize"] = "1 minute"
+        if args.headers:
+            options["headers"] = "true"
 
         def store_write(data: DataFrame, name: str) -> None:
             data.write.format("state_store").options(store=name, **options).mode("append").save()
@@ -98,7 +121,7 @@ def main() -> None:
         store_read("warmup")
 
         n, r = args.rows, args.repeat
-        print(f"{n:,} rows, kind={args.kind}, {args.store_partitions} store partitions, median of {r}")
+        print(f"{n:,} rows, kind={args.kind}{' with headers' if args.headers else ''}, {args.store_partitions} store partitions, median of {r}")
         timed("parquet write", lambda i: df.write.parquet(str(work / f"pq{i}")), n, r, results)
         timed("store write", lambda i: store_write(df, f"bench{i}"), n, r, results)
         timed("parquet read", lambda i: full_read(spark.read.parquet(str(work / f"pq{i}"))), n, r, results)

@@ -12,17 +12,17 @@ from __future__ import annotations
 import difflib
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.changelog import CHANGELOG_DIR, changelog_schema, write_changelog
+from catalog.changelog import CHANGELOG_DIR, write_changelog
 from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
-from catalog.kinds import kind_of
+from catalog.kinds import HEADERS, Layout, Scan, kind_of
 from catalog.local_cache import PartitionCache, default_cache_root
 from catalog.partitioner import partitions_of
 from catalog.spec import StoreSpec, check_store_name
@@ -33,13 +33,21 @@ from stores.errors import (
     StoreAlreadyExistsError,
     StoreNotFoundError,
 )
+from stores.headers_format import decode_headers, encode_headers
 from stores.serdes import serde_for
 from stores.types import TypeJson, to_arrow
+
+if TYPE_CHECKING:
+    from catalog.interactive import StateQueryRequest, StateQueryResult
 
 SPEC_FILE = "spec.json"
 ABORTED_DIR = "aborted"
 DEFAULT_ROOT = "./state-warehouse"
 TIMESTAMP = pa.timestamp("us", tz="UTC")
+#: The typed ``headers`` column: Kafka's headers, in order, duplicates and null values kept.
+HEADERS_TYPE = pa.list_(
+    pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+)
 
 
 def resolve_root(root: str | None) -> str:
@@ -160,6 +168,16 @@ class Catalog:
                 ) from None
             return table
 
+    def query(self, request: StateQueryRequest) -> StateQueryResult:
+        """Run an Interactive Queries v2 request over a store (see ``catalog.interactive``).
+
+        Raises:
+            StoreNotFoundError: the store does not exist (Kafka's UnknownStateStoreException).
+        """
+        from catalog.interactive import query
+
+        return query(self, request)
+
     def describe(self, name: str) -> dict[str, Any]:
         """The spec of a store plus its latest commit id."""
         table = self.load(name)
@@ -191,14 +209,19 @@ class StoreTable:
         mine = replace(self.spec, store_id="", created_ms=0)
         return mine == replace(other, store_id="", created_ms=0)
 
+    @property
+    def layout(self) -> Layout:
+        """The columns of this store's writes, changelog files and reads."""
+        return self.kind.layout(self.spec.params)
+
     def arrow_schema(self) -> pa.Schema:
         """The typed schema of what a read returns."""
-        fields = [
-            pa.field("key", to_arrow(self.spec.key_type)),
-            pa.field("value", to_arrow(self.spec.value_type)),
-        ]
-        fields += [pa.field(c, TIMESTAMP) for c in self.kind.time_columns]
-        return pa.schema(fields)
+        types = {
+            "key": to_arrow(self.spec.key_type),
+            "value": to_arrow(self.spec.value_type),
+            HEADERS: HEADERS_TYPE,
+        }
+        return pa.schema([pa.field(c, types.get(c, TIMESTAMP)) for c in self.layout.read_order()])
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -206,27 +229,39 @@ class StoreTable:
         self,
         keys: pa.Array,
         values: pa.Array,
-        timestamps_ms: pa.Array | None,
+        columns: Mapping[str, pa.Array] | None = None,
         write_id: str | None = None,
         sequence: int = 0,
     ) -> list[ChangelogFile]:
         """Serialize rows, split them by partition and stage one changelog file per partition.
 
         ``keys``/``values`` are typed Arrow arrays of the spec's types (a null value is a
-        tombstone); ``timestamps_ms`` is int64 epoch ms, required by kinds that use one.
+        tombstone); ``columns`` holds the layout's other changelog columns: time columns as
+        int64 epoch ms and, for header-aware stores, ``headers`` as KIP-1271 headersBytes.
         Files are named ``<write_id>-<sequence>``: a write's files share the prefix (see
         ``abort_write``), and one writer's successive stages (``sequence`` 0, 1, ...) sort,
         and so are applied, in order. ``write_id`` must be unique per writer (task).
+
+        Raises:
+            InvalidOptionError: a changelog column of the layout is missing.
         """
         name = f"{write_id or uuid.uuid4().hex}-{sequence:09d}"
         spec = self.spec
+        schema = self.layout.changelog_schema()
         key_bytes = serde_for(spec.key_type, column="key").encode(keys)
         value_bytes = serde_for(spec.value_type, column="value").encode(values)
-        columns: dict[str, pa.Array] = {"key": key_bytes, "value": value_bytes}
-        if self.kind.uses_timestamp:
-            assert timestamps_ms is not None
-            columns["timestamp"] = timestamps_ms.cast(pa.int64())
-        table = pa.Table.from_pydict(columns, schema=changelog_schema(self.kind.uses_timestamp))
+        given = dict(columns or {})
+        data: dict[str, pa.Array] = {"key": key_bytes, "value": value_bytes}
+        for f in schema:
+            if f.name in data:
+                continue
+            if f.name not in given:
+                raise InvalidOptionError(
+                    f"a write to {spec.kind} store {spec.name!r} needs column {f.name!r}",
+                    code="MISSING_COLUMN",
+                )
+            data[f.name] = given[f.name].cast(f.type)
+        table = pa.Table.from_pydict(data, schema=schema)
         files = []
         if spec.num_partitions == 1:
             if table.num_rows:
@@ -279,20 +314,33 @@ class StoreTable:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def check_as_of(self, as_of: int | None) -> None:
-        """Raises InvalidOptionError if ``as_of`` is given for a kind without history."""
-        if as_of is not None and not self.kind.supports_as_of:
+    def check_scan(self, scan: Scan) -> None:
+        """Refuse read options the store's kind does not have.
+
+        Raises:
+            InvalidOptionError: ``asOfTimestamp`` on a store without history, or a window start
+                range on a store without windows (names the option and the kinds that take it).
+        """
+        if scan.as_of is not None and not self.kind.supports_as_of:
             raise InvalidOptionError(
                 f"option 'asOfTimestamp' applies to versioned stores only; store "
                 f"{self.spec.name!r} is a {self.spec.kind} store"
             )
+        if (scan.time_from is not None or scan.time_to is not None) and not (
+            self.kind.supports_time_range
+        ):
+            raise InvalidOptionError(
+                "options 'windowStartFrom' / 'windowStartTo' apply to window and session stores "
+                f"only; store {self.spec.name!r} is a {self.spec.kind} store"
+            )
 
     def read_partition(
-        self, partition: int, snapshot: int, as_of: int | None = None
+        self, partition: int, snapshot: int, scan: Scan | None = None
     ) -> Iterator[pa.RecordBatch]:
         """Typed record batches of one partition at commit ``snapshot``."""
         if snapshot == 0:
             return
+        scan = scan or Scan()
         cache = PartitionCache(
             self.catalog.storage,
             self.spec,
@@ -300,35 +348,81 @@ class StoreTable:
             partition,
             self.catalog.cache_dir or default_cache_root(),
         )
-        if as_of is None:
-            yield from cache.read_latest(snapshot, self._typed_scan(None), self.arrow_schema())
+        if scan.is_full:
+            yield from cache.read_latest(snapshot, self._typed_scan(scan), self.arrow_schema())
         else:
             with cache.open_at(snapshot) as (store, _):
-                yield from self._typed_scan(as_of)(store)
+                yield from self._typed_scan(scan)(store)
 
-    def _typed_scan(self, as_of: int | None) -> Callable[[Any], Iterator[pa.RecordBatch]]:
+    def _typed_scan(self, scan: Scan) -> Callable[[Any], Iterator[pa.RecordBatch]]:
         """A function scanning an open store into typed batches of ``arrow_schema()``."""
         key_serde = serde_for(self.spec.key_type, column="key")
         value_serde = serde_for(self.spec.value_type, column="value")
         schema = self.arrow_schema()
+        params = self.spec.params
 
-        def scan(store: Any) -> Iterator[pa.RecordBatch]:
-            for raw in self.kind.scan(store, as_of):
-                columns = [key_serde.decode(raw.column(0)), value_serde.decode(raw.column(1))]
-                for i in range(2, raw.num_columns):
-                    millis = raw.column(i)
-                    columns.append(pc.multiply_checked(millis, 1000).cast(TIMESTAMP))
-                yield pa.RecordBatch.from_arrays(columns, schema=schema)
+        def typed(raw: pa.RecordBatch) -> pa.RecordBatch:
+            columns = []
+            for f in schema:
+                column = raw.column(f.name)
+                if f.name == "key":
+                    columns.append(key_serde.decode(column))
+                elif f.name == "value":
+                    columns.append(value_serde.decode(column))
+                elif f.name == HEADERS:
+                    columns.append(headers_to_arrow(column))
+                else:
+                    columns.append(pc.multiply_checked(column, 1000).cast(TIMESTAMP))
+            return pa.RecordBatch.from_arrays(columns, schema=schema)
 
-        return scan
+        def run(store: Any) -> Iterator[pa.RecordBatch]:
+            for raw in self.kind.scan(store, scan, params):
+                yield typed(raw)
 
-    def to_arrow(self, as_of: int | None = None) -> pa.Table:
-        """The whole store at its latest commit, read in this process."""
-        self.check_as_of(as_of)
+        return run
+
+    def to_arrow(self, as_of: int | None = None, scan: Scan | None = None) -> pa.Table:
+        """The whole store at its latest commit (``as_of`` an instant, for versioned stores;
+        ``scan`` for a window start range), read in this process."""
+        scan = scan or Scan(as_of=as_of)
+        self.check_scan(scan)
         snapshot = self.log.latest_id()
         batches = [
             batch
             for partition in range(self.spec.num_partitions)
-            for batch in self.read_partition(partition, snapshot, as_of)
+            for batch in self.read_partition(partition, snapshot, scan)
         ]
         return pa.Table.from_batches(batches, schema=self.arrow_schema())
+
+
+def headers_to_arrow(raw: pa.Array) -> pa.Array:
+    """KIP-1271 headersBytes per row to ``list<struct<key: string, value: binary>>``."""
+    rows = [
+        None if data is None else [{"key": k, "value": v} for k, v in decode_headers(data)]
+        for data in raw.to_pylist()
+    ]
+    return pa.array(rows, HEADERS_TYPE)
+
+
+def headers_from_arrow(column: pa.Array) -> pa.Array:
+    """``list<struct<key, value>>`` per row (null: no headers) to KIP-1271 headersBytes.
+
+    Raises:
+        InvalidOptionError: a header has a null key.
+    """
+    out = []
+    for row in column.to_pylist():
+        if not row:
+            out.append(b"")
+            continue
+        pairs = []
+        for header in row:
+            if header is None or header.get("key") is None:
+                raise InvalidOptionError(
+                    "column 'headers' has a header with a null key; a header needs a string "
+                    "key (its value may be null)",
+                    code="NULL_HEADER_KEY",
+                )
+            pairs.append((header["key"], header.get("value")))
+        out.append(encode_headers(pairs))
+    return pa.array(out, pa.binary())

@@ -1,10 +1,14 @@
 """Changelog files: one store partition's rows from one writer task, as an Arrow IPC file.
 
-| column      | Arrow type | meaning                                                    |
-|-------------|------------|------------------------------------------------------------|
-| ``key``       | binary     | serialized key (never null)                                |
-| ``value``     | binary     | serialized value; null is a tombstone (a delete)           |
-| ``timestamp`` | int64      | record timestamp, epoch ms (only for kinds that use one)   |
+| column        | Arrow type | meaning                                                      |
+|---------------|------------|--------------------------------------------------------------|
+| ``key``         | binary     | serialized key (never null)                                  |
+| ``value``       | binary     | serialized value; null is a tombstone (a delete)             |
+| time columns  | int64      | epoch ms, never null (-1 is Kafka's unknown timestamp); the  |
+|               |            | kind's: ``timestamp``, ``window_start``, ``session_start``, ...    |
+| ``headers``     | binary     | KIP-1271 ``headersBytes`` (header-aware stores only)           |
+
+The kind's ``Layout.changelog_schema`` (``catalog.kinds``) names the columns of each store.
 
 Rows are in the order the store applies them. A file's CRC-32 and size are recorded in the commit
 record that publishes it and checked before it is applied.
@@ -21,13 +25,6 @@ from catalog.storage import Storage
 from stores.errors import CorruptDataError
 
 CHANGELOG_DIR = "changelog"
-
-
-def changelog_schema(with_timestamp: bool) -> pa.Schema:
-    fields = [pa.field("key", pa.binary(), nullable=False), pa.field("value", pa.binary())]
-    if with_timestamp:
-        fields.append(pa.field("timestamp", pa.int64(), nullable=False))
-    return pa.schema(fields)
 
 
 def write_changelog(

@@ -1,15 +1,26 @@
 """Store kinds: the one place that decides, per kind, how a store is stacked and fed.
 
-A kind says which parameters it takes, which RocksDB column families it needs, how it is opened
-over the bytes layer, how a changelog file is applied to it, and how it is scanned into raw Arrow
-batches (serialized key and value plus the kind's time columns). The rest of the catalog and the
+A kind says which parameters it takes, which columns its changelog files and scans carry, which
+RocksDB column families it needs, how it is opened over the bytes layer, how a changelog table is
+applied to it, and how it is scanned into raw Arrow batches. The rest of the catalog and the
 connector only look kinds up here: adding a kind is adding an entry.
+
+| kind          | Kafka store (by params)                                   | time columns written / read                          |
+|---------------|-----------------------------------------------------------|------------------------------------------------------|
+| ``keyvalue``    | ``KeyValueStore``                                          | - / -                                                |
+| ``timestamped`` | ``TimestampedKeyValueStore[WithHeaders]``                  | timestamp / timestamp                                |
+| ``versioned``   | ``VersionedKeyValueStore``                                 | timestamp / valid_from, valid_to                     |
+| ``window``      | ``[Timestamped]WindowStore[WithHeaders]``                  | window_start [, timestamp] / window_start, window_end [, timestamp] |
+| ``session``     | ``SessionStore[WithHeaders]``                              | session_start, session_end / the same                |
+
+Stores with ``headers`` also carry a ``headers`` column: KIP-1271's ``headersBytes`` in
+changelog files and raw scans, ``array<struct<key: string, value: binary>>`` when typed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
@@ -17,12 +28,71 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.errors import InvalidOptionError
-from stores.key_value import KeyValueStore
+from stores.records import UNKNOWN_TIMESTAMP
 from stores.rocksdb_bytes import RocksDBBytesStore
-from stores.versioned import VersionedKeyValueStore, default_segment_interval_ms
 
 BATCH_ROWS = 1 << 16
 _TIME = pa.int64()
+HEADERS = "headers"
+
+
+@dataclass(frozen=True)
+class TimeColumn:
+    """A time column of a write: epoch ms in changelog files, ``TIMESTAMP``/``BIGINT`` in Spark.
+
+    ``unknown_if_null``: a null becomes Kafka's unknown timestamp -1 (and reads back as null).
+    """
+
+    name: str
+    unknown_if_null: bool = False
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The columns of one store's writes, changelog files and reads (beyond key and value)."""
+
+    write_times: tuple[TimeColumn, ...] = ()
+    read_times: tuple[str, ...] = ()
+    headers: bool = False
+    #: Columns a write may carry that are derived from others and checked, never stored.
+    derived: tuple[str, ...] = ()
+    #: Read time columns that a typed read shows between key and value (window bounds).
+    before_value: tuple[str, ...] = ()
+
+    def read_order(self) -> list[str]:
+        """Column names of a typed read, in order."""
+        after = [c for c in self.read_times if c not in self.before_value]
+        return ["key", *self.before_value, "value", *after] + ([HEADERS] if self.headers else [])
+
+    def raw_schema(self) -> pa.Schema:
+        """Schema of the raw batches a scan yields."""
+        fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
+        fields += [pa.field(c, _TIME) for c in self.read_times]
+        if self.headers:
+            fields.append(pa.field(HEADERS, pa.binary()))
+        return pa.schema(fields)
+
+    def changelog_schema(self) -> pa.Schema:
+        """Schema of a changelog file (see ``catalog.changelog``)."""
+        fields = [pa.field("key", pa.binary(), nullable=False), pa.field("value", pa.binary())]
+        fields += [pa.field(c.name, _TIME, nullable=False) for c in self.write_times]
+        if self.headers:
+            fields.append(pa.field(HEADERS, pa.binary(), nullable=False))
+        return pa.schema(fields)
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What a read asks of a partition: everything (latest), or a versioned store as of an
+    instant, or windows/sessions whose start lies in ``[time_from, time_to]``."""
+
+    as_of: int | None = None
+    time_from: int | None = None
+    time_to: int | None = None
+
+    @property
+    def is_full(self) -> bool:
+        return self.as_of is None and self.time_from is None and self.time_to is None
 
 
 @dataclass(frozen=True)
@@ -30,23 +100,19 @@ class StoreKind:
     """How one kind of store is built, fed and scanned."""
 
     name: str
-    uses_timestamp: bool
-    time_columns: tuple[str, ...]
     make_params: Callable[[dict[str, Any]], dict[str, Any]]
+    layout: Callable[[dict[str, Any]], Layout]
     column_families: Callable[[dict[str, Any]], tuple[str, ...]]
     open: Callable[[RocksDBBytesStore, dict[str, Any]], Any]
-    apply: Callable[[Any, pa.Table], None]
-    scan: Callable[[Any, int | None], Iterator[pa.RecordBatch]]
+    apply: Callable[[Any, pa.Table, dict[str, Any]], None]
+    scan: Callable[[Any, Scan, dict[str, Any]], Iterator[pa.RecordBatch]]
     supports_as_of: bool = False
-
-    def raw_schema(self) -> pa.Schema:
-        """Schema of the raw batches ``scan`` yields."""
-        fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
-        fields += [pa.field(c, _TIME) for c in self.time_columns]
-        return pa.schema(fields)
+    supports_time_range: bool = False
+    option_names: tuple[str, ...] = field(default=())
 
 
-def _chunks(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def _batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Chunk an iterator of row tuples into record batches of ``schema``."""
     while True:
         chunk = list(islice(rows, BATCH_ROWS))
         if not chunk:
@@ -57,20 +123,94 @@ def _chunks(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.R
         )
 
 
-# -- keyvalue ---------------------------------------------------------------------------------
+def _known(millis: list[int]) -> pa.Array:
+    """Timestamps with Kafka's unknown (-1) as null."""
+    array = pa.array(millis, _TIME)
+    return pc.if_else(pc.equal(array, UNKNOWN_TIMESTAMP), pa.scalar(None, _TIME), array)
+
+
+def _time_order(table: pa.Table, column: str) -> pa.Table:
+    """Rows in ``column`` order, stable: a DataFrame has no order, so a commit's rows are applied
+    in time order and the result does not depend on how Spark split them into tasks."""
+    return table.take(pc.sort_indices(table.column(column)))
+
+
+def _headers_column(table: pa.Table, layout: Layout) -> list[bytes] | None:
+    return table.column(HEADERS).to_pylist() if layout.headers else None
+
+
+# -- parameters ----------------------------------------------------------------------------------
+
+#: The option name users give for each kind parameter, for messages.
+OPTION_NAMES = {
+    "history_retention_ms": "historyRetention",
+    "segment_interval_ms": "segmentInterval",
+    "retention_ms": "retention",
+    "window_size_ms": "windowSize",
+    "retain_duplicates": "retainDuplicates",
+    "timestamped": "timestamped",
+    "headers": "headers",
+}
+
+
+def _refuse_unknown(kind: str, given: dict[str, Any], accepted: tuple[str, ...]) -> None:
+    extra = sorted(OPTION_NAMES.get(k, k) for k, v in given.items() if v is not None and k not in accepted)
+    if extra:
+        names = ", ".join(repr(OPTION_NAMES.get(k, k)) for k in accepted) or "none"
+        raise InvalidOptionError(
+            f"a {kind} store takes no option {', '.join(map(repr, extra))}; "
+            f"its options: {names}"
+        )
+
+
+def _required(kind: str, given: dict[str, Any], name: str, example: str) -> int:
+    value = given.get(name)
+    if value is None:
+        raise InvalidOptionError(
+            f"a {kind} store needs option {OPTION_NAMES[name]!r} (e.g. {example})"
+        )
+    return int(value)
+
+
+def _segment_interval(given: dict[str, Any], default: int) -> int:
+    segment = given.get("segment_interval_ms")
+    segment = default if segment is None else int(segment)
+    if segment < 1:
+        raise InvalidOptionError(f"option 'segmentInterval' must be at least 1 ms, got {segment}")
+    return segment
+
+
+# -- keyvalue ------------------------------------------------------------------------------------
 
 
 def _kv_params(given: dict[str, Any]) -> dict[str, Any]:
-    _refuse_unknown("keyvalue", given, ())
+    if given.get("headers"):
+        raise InvalidOptionError(
+            "option 'headers' is true but Kafka has no header-aware plain key-value store; "
+            "use kind 'timestamped' with headers=true (TimestampedKeyValueStoreWithHeaders)"
+        )
+    _refuse_unknown("keyvalue", {k: v for k, v in given.items() if k != "headers"}, ())
     return {}
 
 
-def _kv_apply(store: KeyValueStore, table: pa.Table) -> None:
+def _kv_open(db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+    from stores.key_value import KeyValueStore
+
+    return KeyValueStore.over(db)
+
+
+def _kv_families(params: dict[str, Any]) -> tuple[str, ...]:
+    from stores.key_value import KeyValueStore
+
+    return KeyValueStore.column_families()
+
+
+def _kv_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
     store.put_columns(table.column("key").to_pylist(), table.column("value").to_pylist())
 
 
-def _kv_scan(store: KeyValueStore, as_of: int | None) -> Iterator[pa.RecordBatch]:
-    schema = KEYVALUE.raw_schema()
+def _kv_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    schema = Layout().raw_schema()
     for keys, values in store.scan_columns(BATCH_ROWS):
         yield pa.RecordBatch.from_arrays(
             [pa.array(keys, pa.binary()), pa.array(values, pa.binary())], schema=schema
@@ -79,20 +219,83 @@ def _kv_scan(store: KeyValueStore, as_of: int | None) -> Iterator[pa.RecordBatch
 
 KEYVALUE = StoreKind(
     name="keyvalue",
-    uses_timestamp=False,
-    time_columns=(),
     make_params=_kv_params,
-    column_families=lambda params: KeyValueStore.column_families(),
-    open=lambda db, params: KeyValueStore.over(db),
+    layout=lambda params: Layout(),
+    column_families=_kv_families,
+    open=_kv_open,
     apply=_kv_apply,
     scan=_kv_scan,
 )
 
 
-# -- versioned --------------------------------------------------------------------------------
+# -- timestamped key-value -----------------------------------------------------------------------
+
+
+def _ts_params(given: dict[str, Any]) -> dict[str, Any]:
+    _refuse_unknown("timestamped", given, ("headers",))
+    return {"headers": bool(given.get("headers"))}
+
+
+def _ts_class(params: dict[str, Any]) -> Any:
+    from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+
+    return TimestampedKeyValueStoreWithHeaders if params.get("headers") else TimestampedKeyValueStore
+
+
+def _ts_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
+    layout = _ts_layout(params)
+    args = [
+        table.column("key").to_pylist(),
+        table.column("value").to_pylist(),
+        table.column("timestamp").to_pylist(),
+    ]
+    if layout.headers:
+        args.append(table.column(HEADERS).to_pylist())
+    store.put_columns(*args)
+
+
+def _ts_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    layout = _ts_layout(params)
+    schema = layout.raw_schema()
+    for chunk in store.scan_columns(BATCH_ROWS):
+        columns = [pa.array(chunk[0], pa.binary()), pa.array(chunk[1], pa.binary()), _known(chunk[2])]
+        if layout.headers:
+            columns.append(pa.array(chunk[3], pa.binary()))
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _ts_layout(params: dict[str, Any]) -> Layout:
+    return Layout(
+        write_times=(TimeColumn("timestamp", unknown_if_null=True),),
+        read_times=("timestamp",),
+        headers=bool(params.get("headers")),
+    )
+
+
+TIMESTAMPED = StoreKind(
+    name="timestamped",
+    make_params=_ts_params,
+    layout=_ts_layout,
+    column_families=lambda params: _ts_class(params).column_families(),
+    open=lambda db, params: _ts_class(params).over(db),
+    apply=_ts_apply,
+    scan=_ts_scan,
+)
+
+
+# -- versioned -----------------------------------------------------------------------------------
 
 
 def _versioned_params(given: dict[str, Any]) -> dict[str, Any]:
+    from stores.versioned import default_segment_interval_ms
+
+    if given.get("headers"):
+        raise InvalidOptionError(
+            "option 'headers' is not supported for versioned stores yet "
+            "(KIP-1271's VersionedKeyValueStoreWithHeaders); headers are available for kinds "
+            "'timestamped', 'window' and 'session'"
+        )
+    given = {k: v for k, v in given.items() if k != "headers"}
     _refuse_unknown("versioned", given, ("history_retention_ms", "segment_interval_ms"))
     retention = given.get("history_retention_ms")
     if retention is None:
@@ -100,25 +303,26 @@ def _versioned_params(given: dict[str, Any]) -> dict[str, Any]:
             "a versioned store needs option 'historyRetention' (e.g. '1 day' or ms), "
             "which is also its grace period"
         )
-    segment = given.get("segment_interval_ms")
-    if segment is None:
-        segment = default_segment_interval_ms(retention)
-    if segment < 1:
-        raise InvalidOptionError(f"option 'segmentInterval' must be at least 1 ms, got {segment}")
-    return {"history_retention_ms": int(retention), "segment_interval_ms": int(segment)}
+    segment = _segment_interval(given, default_segment_interval_ms(retention))
+    return {"history_retention_ms": int(retention), "segment_interval_ms": segment}
 
 
-def _versioned_open(db: RocksDBBytesStore, params: dict[str, Any]) -> VersionedKeyValueStore:
+def _versioned_open(db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+    from stores.versioned import VersionedKeyValueStore
+
     return VersionedKeyValueStore.over(
         db, params["history_retention_ms"], params["segment_interval_ms"]
     )
 
 
-def _versioned_apply(store: VersionedKeyValueStore, table: pa.Table) -> None:
-    # A DataFrame has no order, so a commit's rows are applied in timestamp order (stable):
-    # the result then does not depend on how Spark split the rows into tasks and files.
-    order = pc.sort_indices(table.column("timestamp"))
-    table = table.take(order)
+def _versioned_families(params: dict[str, Any]) -> tuple[str, ...]:
+    from stores.versioned import VersionedKeyValueStore
+
+    return VersionedKeyValueStore.column_families()
+
+
+def _versioned_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
+    table = _time_order(table, "timestamp")
     store.put_many(
         zip(
             table.column("key").to_pylist(),
@@ -128,22 +332,25 @@ def _versioned_apply(store: VersionedKeyValueStore, table: pa.Table) -> None:
     )
 
 
-def _versioned_scan(store: VersionedKeyValueStore, as_of: int | None) -> Iterator[pa.RecordBatch]:
-    schema = VERSIONED.raw_schema()
-    if as_of is not None:
-        yield from _chunks(store.scan_as_of(as_of), schema)
+def _versioned_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    schema = _versioned_layout(params).raw_schema()
+    if scan.as_of is not None:
+        yield from _batches(store.scan_as_of(scan.as_of), schema)
         return
     for keys, values, stamps in store.scan_latest_columns(BATCH_ROWS):
         latest = pa.nulls(len(keys), pa.int64())
         yield pa.RecordBatch.from_arrays([keys, values, stamps, latest], schema=schema)
 
 
+def _versioned_layout(params: dict[str, Any]) -> Layout:
+    return Layout(write_times=(TimeColumn("timestamp"),), read_times=("valid_from", "valid_to"))
+
+
 VERSIONED = StoreKind(
     name="versioned",
-    uses_timestamp=True,
-    time_columns=("valid_from", "valid_to"),
     make_params=_versioned_params,
-    column_families=lambda params: VersionedKeyValueStore.column_families(),
+    layout=_versioned_layout,
+    column_families=_versioned_families,
     open=_versioned_open,
     apply=_versioned_apply,
     scan=_versioned_scan,
@@ -151,7 +358,232 @@ VERSIONED = StoreKind(
 )
 
 
-KINDS: dict[str, StoreKind] = {k.name: k for k in (KEYVALUE, VERSIONED)}
+# -- window --------------------------------------------------------------------------------------
+
+
+def _window_params(given: dict[str, Any]) -> dict[str, Any]:
+    from stores.window import default_segment_interval_ms
+
+    _refuse_unknown(
+        "window",
+        given,
+        ("retention_ms", "window_size_ms", "retain_duplicates", "segment_interval_ms",
+         "timestamped", "headers"),
+    )
+    retention = _required("window", given, "retention_ms", "'1 day' or ms")
+    size = _required("window", given, "window_size_ms", "'5 minutes' or ms")
+    if size < 1:
+        raise InvalidOptionError(f"option 'windowSize' must be at least 1 ms, got {size}")
+    if retention < size:
+        raise InvalidOptionError(
+            f"option 'retention' ({retention} ms) must be at least option 'windowSize' "
+            f"({size} ms), as Kafka requires"
+        )
+    return {
+        "retention_ms": retention,
+        "window_size_ms": size,
+        "retain_duplicates": bool(given.get("retain_duplicates")),
+        "segment_interval_ms": _segment_interval(given, default_segment_interval_ms(retention)),
+        "timestamped": bool(given.get("timestamped")),
+        "headers": bool(given.get("headers")),
+    }
+
+
+def _window_class(params: dict[str, Any]) -> Any:
+    from stores import window
+
+    if params.get("timestamped"):
+        if params.get("headers"):
+            return window.TimestampedWindowStoreWithHeaders
+        return window.TimestampedWindowStore
+    return window.WindowStoreWithHeaders if params.get("headers") else window.WindowStore
+
+
+def _window_open(db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+    return _window_class(params).over(
+        db,
+        params["retention_ms"],
+        params["window_size_ms"],
+        params["retain_duplicates"],
+        params["segment_interval_ms"],
+    )
+
+
+def _window_layout(params: dict[str, Any]) -> Layout:
+    timestamped = bool(params.get("timestamped"))
+    return Layout(
+        write_times=(TimeColumn("window_start"),)
+        + ((TimeColumn("timestamp", unknown_if_null=True),) if timestamped else ()),
+        read_times=("window_start", "window_end") + (("timestamp",) if timestamped else ()),
+        headers=bool(params.get("headers")),
+        derived=("window_end",),
+        before_value=("window_start", "window_end"),
+    )
+
+
+def _wrap(params: dict[str, Any]) -> Callable[[bytes | None, int, bytes], Any]:
+    """How a changelog row's value becomes the value object of the kind's store class."""
+    from stores.headers_format import decode_headers
+    from stores.records import ValueAndHeaders, ValueAndTimestamp, ValueTimestampHeaders
+
+    timestamped, headers = bool(params.get("timestamped")), bool(params.get("headers"))
+    if timestamped and headers:
+        return lambda v, ts, h: None if v is None else ValueTimestampHeaders(v, ts, decode_headers(h))
+    if timestamped:
+        return lambda v, ts, h: None if v is None else ValueAndTimestamp(v, ts)
+    if headers:
+        return lambda v, ts, h: None if v is None else ValueAndHeaders(v, decode_headers(h))
+    return lambda v, ts, h: v
+
+
+def _unwrap(params: dict[str, Any]) -> Callable[[Any], tuple[bytes, int, bytes]]:
+    """The inverse of ``_wrap``: (value bytes, timestamp, headersBytes) of a stored value."""
+    from stores.headers_format import encode_headers
+
+    timestamped, headers = bool(params.get("timestamped")), bool(params.get("headers"))
+    if timestamped and headers:
+        return lambda o: (o.value, o.timestamp, encode_headers(o.headers))
+    if timestamped:
+        return lambda o: (o.value, o.timestamp, b"")
+    if headers:
+        return lambda o: (o.value, UNKNOWN_TIMESTAMP, encode_headers(o.headers))
+    return lambda o: (o, UNKNOWN_TIMESTAMP, b"")
+
+
+def _window_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
+    table = _time_order(table, "window_start")
+    wrap = _wrap(params)
+    n = table.num_rows
+    stamps = table.column("timestamp").to_pylist() if params.get("timestamped") else [0] * n
+    headers = table.column(HEADERS).to_pylist() if params.get("headers") else [b""] * n
+    put = store.put
+    for key, value, start, ts, h in zip(
+        table.column("key").to_pylist(),
+        table.column("value").to_pylist(),
+        table.column("window_start").to_pylist(),
+        stamps,
+        headers,
+    ):
+        put(key, wrap(value, ts, h), start)
+
+
+def _window_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    layout = _window_layout(params)
+    schema = layout.raw_schema()
+    unwrap = _unwrap(params)
+    if scan.time_from is None and scan.time_to is None:
+        entries = store.all()
+    else:
+        entries = store.fetch_all(
+            0 if scan.time_from is None else scan.time_from,
+            2**63 - 1 if scan.time_to is None else scan.time_to,
+        )
+    timestamped, headers = bool(params.get("timestamped")), layout.headers
+
+    def rows() -> Iterator[tuple[Any, ...]]:
+        for windowed, stored in entries:
+            value, ts, h = unwrap(stored)
+            row: tuple[Any, ...] = (windowed.key, value, windowed.window.start, windowed.window.end)
+            if timestamped:
+                row += (None if ts == UNKNOWN_TIMESTAMP else ts,)
+            if headers:
+                row += (h,)
+            yield row
+
+    yield from _batches(rows(), schema)
+
+
+WINDOW = StoreKind(
+    name="window",
+    make_params=_window_params,
+    layout=_window_layout,
+    column_families=lambda params: _window_class(params).column_families(),
+    open=_window_open,
+    apply=_window_apply,
+    scan=_window_scan,
+    supports_time_range=True,
+)
+
+
+# -- session -------------------------------------------------------------------------------------
+
+
+def _session_params(given: dict[str, Any]) -> dict[str, Any]:
+    from stores.session import default_segment_interval_ms
+
+    _refuse_unknown("session", given, ("retention_ms", "segment_interval_ms", "headers"))
+    retention = _required("session", given, "retention_ms", "'1 day' or ms")
+    return {
+        "retention_ms": retention,
+        "segment_interval_ms": _segment_interval(given, default_segment_interval_ms(retention)),
+        "headers": bool(given.get("headers")),
+    }
+
+
+def _session_class(params: dict[str, Any]) -> Any:
+    from stores.session import SessionStore, SessionStoreWithHeaders
+
+    return SessionStoreWithHeaders if params.get("headers") else SessionStore
+
+
+def _session_layout(params: dict[str, Any]) -> Layout:
+    return Layout(
+        write_times=(TimeColumn("session_start"), TimeColumn("session_end")),
+        read_times=("session_start", "session_end"),
+        headers=bool(params.get("headers")),
+        before_value=("session_start", "session_end"),
+    )
+
+
+def _session_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
+    table = _time_order(table, "session_end")
+    wrap = _wrap({"headers": params.get("headers")})
+    n = table.num_rows
+    headers = table.column(HEADERS).to_pylist() if params.get("headers") else [b""] * n
+    put = store.put
+    for key, value, start, end, h in zip(
+        table.column("key").to_pylist(),
+        table.column("value").to_pylist(),
+        table.column("session_start").to_pylist(),
+        table.column("session_end").to_pylist(),
+        headers,
+    ):
+        put(key, start, end, wrap(value, UNKNOWN_TIMESTAMP, h))
+
+
+def _session_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    layout = _session_layout(params)
+    unwrap = _unwrap({"headers": params.get("headers")})
+    lower = scan.time_from
+    upper = scan.time_to
+
+    def rows() -> Iterator[tuple[Any, ...]]:
+        for windowed, stored in store.all():
+            start = windowed.window.start
+            if (lower is not None and start < lower) or (upper is not None and start > upper):
+                continue
+            value, _, h = unwrap(stored)
+            row: tuple[Any, ...] = (windowed.key, value, start, windowed.window.end)
+            yield row + ((h,) if layout.headers else ())
+
+    yield from _batches(rows(), layout.raw_schema())
+
+
+SESSION = StoreKind(
+    name="session",
+    make_params=_session_params,
+    layout=_session_layout,
+    column_families=lambda params: _session_class(params).column_families(),
+    open=lambda db, params: _session_class(params).over(
+        db, params["retention_ms"], params["segment_interval_ms"]
+    ),
+    apply=_session_apply,
+    scan=_session_scan,
+    supports_time_range=True,
+)
+
+
+KINDS: dict[str, StoreKind] = {k.name: k for k in (KEYVALUE, TIMESTAMPED, VERSIONED, WINDOW, SESSION)}
 
 
 def kind_of(name: str) -> StoreKind:
@@ -168,15 +600,4 @@ def kind_of(name: str) -> StoreKind:
         ) from None
 
 
-#: The option name users give for each kind parameter, for messages.
-OPTION_NAMES = {"history_retention_ms": "historyRetention", "segment_interval_ms": "segmentInterval"}
-
-
-def _refuse_unknown(kind: str, given: dict[str, Any], accepted: tuple[str, ...]) -> None:
-    extra = sorted(OPTION_NAMES.get(k, k) for k, v in given.items() if v is not None and k not in accepted)
-    if extra:
-        names = ", ".join(repr(OPTION_NAMES.get(k, k)) for k in accepted) or "none"
-        raise InvalidOptionError(
-            f"a {kind} store takes no option {', '.join(map(repr, extra))}; "
-            f"its options: {names}"
-        )
+__all__ = ["BATCH_ROWS", "HEADERS", "KINDS", "Layout", "Scan", "StoreKind", "TimeColumn", "kind_of"]

@@ -115,7 +115,7 @@ class PartitionCache:
                     for ref in record.files_for(self.partition)
                 ]
                 if tables:
-                    self.kind.apply(store, pa.concat_tables(tables))
+                    self.kind.apply(store, pa.concat_tables(tables), self.spec.params)
                 db.put(_APPLIED, record.id.to_bytes(8, "big"), META_CF)
                 db.commit()
             return target

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from catalog.durations import parse_duration_ms, parse_instant_ms
+from catalog.kinds import Scan
 from catalog.spec import check_store_name
 from stores.errors import InvalidOptionError
 
@@ -24,11 +25,38 @@ OPTIONS = (
     "numPartitions",
     "historyRetention",
     "segmentInterval",
+    "retention",
+    "windowSize",
+    "retainDuplicates",
+    "timestamped",
+    "headers",
     "asOfTimestamp",
+    "windowStartFrom",
+    "windowStartTo",
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
 #: Options that shape a store when a write creates it.
-CREATION_OPTIONS = ("kind", "numPartitions", "historyRetention", "segmentInterval")
+CREATION_OPTIONS = (
+    "kind",
+    "numPartitions",
+    "historyRetention",
+    "segmentInterval",
+    "retention",
+    "windowSize",
+    "retainDuplicates",
+    "timestamped",
+    "headers",
+)
+#: Creation options as ``StoreSpec.params`` keys (``numPartitions`` and ``kind`` are fields).
+PARAM_OF_OPTION = {
+    "historyRetention": "history_retention_ms",
+    "segmentInterval": "segment_interval_ms",
+    "retention": "retention_ms",
+    "windowSize": "window_size_ms",
+    "retainDuplicates": "retain_duplicates",
+    "timestamped": "timestamped",
+    "headers": "headers",
+}
 
 
 @dataclass(frozen=True)
@@ -41,7 +69,14 @@ class StoreOptions:
     num_partitions: int | None = None
     history_retention_ms: int | None = None
     segment_interval_ms: int | None = None
+    retention_ms: int | None = None
+    window_size_ms: int | None = None
+    retain_duplicates: bool | None = None
+    timestamped: bool | None = None
+    headers: bool | None = None
     as_of_ms: int | None = None
+    window_start_from_ms: int | None = None
+    window_start_to_ms: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StoreOptions:
@@ -82,19 +117,47 @@ class StoreOptions:
             num_partitions=_positive_int(given, "numPartitions"),
             history_retention_ms=_duration(given, "historyRetention"),
             segment_interval_ms=_duration(given, "segmentInterval"),
-            as_of_ms=(
-                parse_instant_ms(given["asOfTimestamp"], "asOfTimestamp")
-                if "asOfTimestamp" in given
-                else None
-            ),
+            retention_ms=_duration(given, "retention"),
+            window_size_ms=_duration(given, "windowSize"),
+            retain_duplicates=_boolean(given, "retainDuplicates"),
+            timestamped=_boolean(given, "timestamped"),
+            headers=_boolean(given, "headers"),
+            as_of_ms=_instant(given, "asOfTimestamp"),
+            window_start_from_ms=_instant(given, "windowStartFrom"),
+            window_start_to_ms=_instant(given, "windowStartTo"),
         )
 
-    def creation_params(self) -> dict[str, int | None]:
+    def creation_params(self) -> dict[str, int | bool | str | None]:
         """The kind parameters given, keyed as ``StoreSpec.params``."""
+        return {param: self.creation_value(option) for option, param in PARAM_OF_OPTION.items()}
+
+    def creation_value(self, option: str) -> int | bool | str | None:
+        """The parsed value of a creation option (None if not given)."""
         return {
-            "history_retention_ms": self.history_retention_ms,
-            "segment_interval_ms": self.segment_interval_ms,
-        }
+            "kind": self.kind,
+            "numPartitions": self.num_partitions,
+            "historyRetention": self.history_retention_ms,
+            "segmentInterval": self.segment_interval_ms,
+            "retention": self.retention_ms,
+            "windowSize": self.window_size_ms,
+            "retainDuplicates": self.retain_duplicates,
+            "timestamped": self.timestamped,
+            "headers": self.headers,
+        }[option]
+
+    def scan(self) -> Scan:
+        """What a read asks for (see ``catalog.kinds.Scan``).
+
+        Raises:
+            InvalidOptionError: ``windowStartFrom`` is after ``windowStartTo``.
+        """
+        low, high = self.window_start_from_ms, self.window_start_to_ms
+        if low is not None and high is not None and low > high:
+            raise InvalidOptionError(
+                f"option 'windowStartFrom' ({low} ms) is after option 'windowStartTo' "
+                f"({high} ms); give a range with from <= to"
+            )
+        return Scan(as_of=self.as_of_ms, time_from=low, time_to=high)
 
 
 def _positive_int(given: dict[str, str], name: str) -> int | None:
@@ -110,3 +173,18 @@ def _positive_int(given: dict[str, str], name: str) -> int | None:
 
 def _duration(given: dict[str, str], name: str) -> int | None:
     return parse_duration_ms(given[name], name) if name in given else None
+
+
+def _instant(given: dict[str, str], name: str) -> int | None:
+    return parse_instant_ms(given[name], name) if name in given else None
+
+
+def _boolean(given: dict[str, str], name: str) -> bool | None:
+    if name not in given:
+        return None
+    text = given[name].strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidOptionError(
+            f"option {name!r} has value {given[name]!r}; accepted: true or false"
+        )
+    return text == "true"

@@ -10,7 +10,8 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from catalog.catalog import Catalog, StoreTable
 from catalog.spec import StoreSpec
-from datasource.options import CREATION_OPTIONS, StoreOptions
+from catalog.kinds import Scan
+from datasource.options import CREATION_OPTIONS, PARAM_OF_OPTION, StoreOptions
 from stores.errors import InvalidOptionError
 
 
@@ -28,11 +29,11 @@ class StateStoreReader(DataSourceReader):
     as-of instant. Each task opens its partition's local cache inside ``read``.
     """
 
-    def __init__(self, root: str, spec: StoreSpec, snapshot: int, as_of: int | None) -> None:
+    def __init__(self, root: str, spec: StoreSpec, snapshot: int, scan: Scan) -> None:
         self.root = root
         self.spec = spec
         self.snapshot = snapshot
-        self.as_of = as_of
+        self.scan = scan
 
     @classmethod
     def plan(cls, options: StoreOptions) -> StateStoreReader:
@@ -40,21 +41,23 @@ class StateStoreReader(DataSourceReader):
 
         Raises:
             StoreNotFoundError: the store does not exist.
-            InvalidOptionError: ``asOfTimestamp`` on a store without history, or a creation
-                option that contradicts the store.
+            InvalidOptionError: ``asOfTimestamp`` on a store without history, a window start
+                range on a store without windows, or a creation option that contradicts the
+                store.
         """
         catalog = Catalog(options.root)
         table = catalog.load(options.store)
         check_creation_options(options, table)
-        table.check_as_of(options.as_of_ms)
-        return cls(catalog.root, table.spec, table.log.latest_id(), options.as_of_ms)
+        scan = options.scan()
+        table.check_scan(scan)
+        return cls(catalog.root, table.spec, table.log.latest_id(), scan)
 
     def partitions(self) -> Sequence[InputPartition]:
         return [StorePartition(p) for p in range(self.spec.num_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         table = StoreTable(Catalog(self.root), self.spec)
-        yield from table.read_partition(partition.value, self.snapshot, self.as_of)
+        yield from table.read_partition(partition.value, self.snapshot, self.scan)
 
 
 def check_creation_options(options: StoreOptions, table: StoreTable) -> None:
@@ -64,22 +67,19 @@ def check_creation_options(options: StoreOptions, table: StoreTable) -> None:
         InvalidOptionError: names the option, the given value and the store's.
     """
     spec = table.spec
-    existing = {
-        "kind": spec.kind,
-        "numPartitions": spec.num_partitions,
-        "historyRetention": spec.params.get("history_retention_ms"),
-        "segmentInterval": spec.params.get("segment_interval_ms"),
-    }
-    given = {
-        "kind": options.kind,
-        "numPartitions": options.num_partitions,
-        "historyRetention": options.history_retention_ms,
-        "segmentInterval": options.segment_interval_ms,
-    }
     for name in CREATION_OPTIONS:
-        if given[name] is not None and given[name] != existing[name]:
+        given = options.creation_value(name)
+        if given is None:
+            continue
+        if name == "kind":
+            existing: object = spec.kind
+        elif name == "numPartitions":
+            existing = spec.num_partitions
+        else:
+            existing = spec.params.get(PARAM_OF_OPTION[name], False if isinstance(given, bool) else None)
+        if given != existing:
             raise InvalidOptionError(
-                f"option {name!r} is {given[name]!r} but store {spec.name!r} exists with "
-                f"{name} = {existing[name]!r}; creation options only shape a new store: "
+                f"option {name!r} is {given!r} but store {spec.name!r} exists with "
+                f"{name} = {existing!r}; creation options only shape a new store: "
                 "drop the option, or write to a new store"
             )

@@ -23,8 +23,10 @@ class DefaultSource(DataSource):
 
     Options (case-insensitive): ``store`` (or the name given to ``load``/``save``), ``root``
     (warehouse URL, else ``$STATE_STORE_ROOT``, else ``./state-warehouse``), ``asOfTimestamp``
-    (versioned reads), and, when a write creates the store, ``kind``, ``numPartitions``,
-    ``historyRetention``, ``segmentInterval``.
+    (versioned reads), ``windowStartFrom``/``windowStartTo`` (window and session reads), and,
+    when a write creates the store, ``kind`` (keyvalue, timestamped, versioned, window,
+    session), ``numPartitions``, ``historyRetention``, ``retention``, ``windowSize``,
+    ``retainDuplicates``, ``segmentInterval``, ``timestamped`` and ``headers``.
     """
 
     @classmethod

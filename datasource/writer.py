@@ -11,18 +11,45 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
-from pyspark.sql.types import LongType, StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import (
+    DataType,
+    LongType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
-from catalog.catalog import Catalog, StoreTable
+from catalog.catalog import Catalog, StoreTable, headers_from_arrow
+from catalog.kinds import HEADERS
 from catalog.commit_log import ChangelogFile
 from catalog.spec import StoreSpec
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
 from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
+from stores.records import UNKNOWN_TIMESTAMP
 from stores.types import all_nullable, describe, same_type
 
 #: Rows buffered per task before they are staged as changelog files.
 FLUSH_BYTES = 128 << 20
+#: Spark's name of the ``headers`` column type.
+HEADERS_SPARK = "array<struct<key:string,value:binary>>"
+
+
+def _time_type(name: str, data_type: DataType) -> bool:
+    """Whether a time column is BIGINT epoch ms (else TIMESTAMP).
+
+    Raises:
+        InvalidOptionError: any other type (COLUMN_TYPE_MISMATCH).
+    """
+    if isinstance(data_type, TimestampNTZType) or not isinstance(
+        data_type, (TimestampType, LongType)
+    ):
+        raise InvalidOptionError(
+            f"column {name!r} has type {data_type.simpleString()}; accepted: "
+            "timestamp (with time zone) or bigint epoch milliseconds",
+            code="COLUMN_TYPE_MISMATCH",
+        )
+    return isinstance(data_type, LongType)
 
 
 @dataclass(frozen=True)
@@ -33,7 +60,11 @@ class StagedFiles(WriterCommitMessage):  # type: ignore[misc]
 
 
 class StateStoreWriter(DataSourceArrowWriter):
-    """Writes a DataFrame (``key``, ``value``[, ``timestamp``]) into a store in one commit.
+    """Writes a DataFrame (``key``, ``value`` and the kind's columns) into a store in one commit.
+
+    Columns by kind: keyvalue ``key, value``; timestamped and versioned ``+ timestamp``; window
+    ``+ window_start`` (``window_end`` optional, checked), ``+ timestamp`` if timestamped;
+    session ``+ session_start, session_end``; header-aware stores optionally ``headers``.
 
     The first write creates the store from the options and the DataFrame's types; the spec is
     made on the driver, travels to the tasks, and is persisted by ``commit`` just before the
@@ -45,7 +76,7 @@ class StateStoreWriter(DataSourceArrowWriter):
         root: str,
         spec: StoreSpec,
         overwrite: bool,
-        timestamp_is_long: bool,
+        long_times: dict[str, bool],
         creates: bool = False,
     ) -> None:
         self.write_id = uuid.uuid4().hex
@@ -53,7 +84,7 @@ class StateStoreWriter(DataSourceArrowWriter):
         self.root = root
         self.spec = spec
         self.overwrite = overwrite
-        self.timestamp_is_long = timestamp_is_long
+        self.long_times = long_times  # time column -> whether it is BIGINT ms (else TIMESTAMP)
 
     @classmethod
     def plan(cls, options: StoreOptions, schema: StructType, overwrite: bool) -> StateStoreWriter:
@@ -63,15 +94,21 @@ class StateStoreWriter(DataSourceArrowWriter):
             InvalidOptionError: a missing or extra column, a wrong column type, a bad or
                 contradicting option (codes MISSING_COLUMN, COLUMN_TYPE_MISMATCH, ...).
         """
-        if options.as_of_ms is not None:
-            raise InvalidOptionError("option 'asOfTimestamp' applies to reads only")
+        for name, value in (
+            ("asOfTimestamp", options.as_of_ms),
+            ("windowStartFrom", options.window_start_from_ms),
+            ("windowStartTo", options.window_start_to_ms),
+        ):
+            if value is not None:
+                raise InvalidOptionError(f"option {name!r} applies to reads only")
         catalog = Catalog(options.root)
         columns = {f.name: f.dataType for f in schema.fields}
         for required in ("key", "value"):
             if required not in columns:
                 raise InvalidOptionError(
                     f"the DataFrame has no column {required!r}; columns: "
-                    f"{', '.join(columns) or 'none'}; a write takes key, value[, timestamp]",
+                    f"{', '.join(columns) or 'none'}; a write takes key, value and the store "
+                    "kind's time columns (timestamp, window_start, session_start, ...)",
                     code="MISSING_COLUMN",
                 )
         creates = False
@@ -97,34 +134,43 @@ class StateStoreWriter(DataSourceArrowWriter):
                     f"{describe(expected)}; cast the column to {describe(expected)}",
                     code="COLUMN_TYPE_MISMATCH",
                 )
-        timestamp_is_long = False
-        accepted = {"key", "value"}
-        if table.kind.uses_timestamp:
-            accepted.add("timestamp")
-            ts_type = columns.get("timestamp")
-            if ts_type is None:
+        layout = table.layout
+        long_times: dict[str, bool] = {}
+        for time in layout.write_times:
+            if time.name not in columns:
+                nulls = " (null for an unknown timestamp)" if time.unknown_if_null else ""
                 raise InvalidOptionError(
-                    f"a write to {spec.kind} store {spec.name!r} needs a column 'timestamp' "
-                    "(TIMESTAMP, or BIGINT epoch milliseconds)",
+                    f"a write to {spec.kind} store {spec.name!r} needs a column {time.name!r} "
+                    f"(TIMESTAMP, or BIGINT epoch milliseconds){nulls}",
                     code="MISSING_COLUMN",
                 )
-            if isinstance(ts_type, TimestampNTZType) or not isinstance(
-                ts_type, (TimestampType, LongType)
-            ):
+            long_times[time.name] = _time_type(time.name, columns[time.name])
+        for name in layout.derived:
+            if name in columns:
+                long_times[name] = _time_type(name, columns[name])
+        accepted = {"key", "value", *long_times, *layout.derived}
+        if layout.headers:
+            accepted.add(HEADERS)
+            if HEADERS in columns and columns[HEADERS].simpleString() != HEADERS_SPARK:
                 raise InvalidOptionError(
-                    f"column 'timestamp' has type {ts_type.simpleString()}; accepted: "
-                    "timestamp (with time zone) or bigint epoch milliseconds",
+                    f"column 'headers' has type {columns[HEADERS].simpleString()}; accepted: "
+                    f"{HEADERS_SPARK}",
                     code="COLUMN_TYPE_MISMATCH",
                 )
-            timestamp_is_long = isinstance(ts_type, LongType)
         extra = [c for c in columns if c not in accepted]
         if extra:
+            hint = ""
+            if HEADERS in extra:
+                hint = (
+                    f"; store {spec.name!r} keeps no headers (a new store keeps them with "
+                    "option headers=true)"
+                )
             raise InvalidOptionError(
                 f"the DataFrame has column(s) {', '.join(map(repr, extra))} that a {spec.kind} "
-                f"store does not take; accepted: {', '.join(sorted(accepted))}",
+                f"store does not take; accepted: {', '.join(sorted(accepted))}{hint}",
                 code="UNEXPECTED_COLUMN",
             )
-        return cls(catalog.root, spec, overwrite, timestamp_is_long, creates)
+        return cls(catalog.root, spec, overwrite, long_times, creates)
 
     def _table(self) -> StoreTable:
         return StoreTable(Catalog(self.root), self.spec)
@@ -165,38 +211,80 @@ class StateStoreWriter(DataSourceArrowWriter):
                 "(a null value, not a null key, deletes)",
                 code="NULL_KEY",
             )
-        if "timestamp" in batch.schema.names and batch.column("timestamp").null_count:
-            raise InvalidOptionError(
-                "column 'timestamp' is null in some rows; every row of a versioned write "
-                "needs a timestamp",
-                code="NULL_TIMESTAMP",
-            )
+        layout = self._table().layout
+        for time in layout.write_times:
+            nulls = batch.column(time.name).null_count
+            if nulls and not time.unknown_if_null:
+                raise InvalidOptionError(
+                    f"column {time.name!r} is null in {nulls} row(s); every row of a write to "
+                    f"{self.spec.kind} store {self.spec.name!r} needs one",
+                    code="NULL_TIMESTAMP",
+                )
+
+    def _millis(self, data: pa.Table, name: str) -> pa.Array:
+        """A time column as int64 epoch ms (nulls kept)."""
+        column = data.column(name).combine_chunks()
+        if self.long_times[name]:
+            return column.cast(pa.int64())
+        micros = column.cast(pa.int64())
+        # Floor to ms, as Kafka truncates to millis (-1 us is -1 ms, not 0).
+        floored = np.floor_divide(micros.fill_null(0).to_numpy(zero_copy_only=False), 1000)
+        mask = micros.is_null().to_numpy(zero_copy_only=False) if micros.null_count else None
+        return pa.array(floored, pa.int64(), mask=mask)
 
     def _stage(
         self, table: StoreTable, batches: list[pa.RecordBatch], task_id: str, sequence: int
     ) -> list[ChangelogFile]:
         data = pa.Table.from_batches(batches)
-        millis = None
-        if table.kind.uses_timestamp:
-            ts = data.column("timestamp").combine_chunks()
-            if self.timestamp_is_long:
-                millis = ts
+        layout = table.layout
+        columns: dict[str, pa.Array] = {}
+        for time in layout.write_times:
+            millis = self._millis(data, time.name)
+            if time.unknown_if_null:
+                millis = millis.fill_null(UNKNOWN_TIMESTAMP)
+                negative = pc.less(millis, UNKNOWN_TIMESTAMP)
             else:
-                micros = ts.cast(pa.int64()).to_numpy()
-                millis = pa.array(np.floor_divide(micros, 1000))
-            if pc.any(pc.less(millis, 0)).as_py():
+                negative = pc.less(millis, 0)
+            if pc.any(negative).as_py():
                 raise InvalidOptionError(
-                    "column 'timestamp' has values before 1970-01-01; record timestamps "
-                    "must be >= 0 ms, as in Kafka",
+                    f"column {time.name!r} has values before 1970-01-01; timestamps must be "
+                    ">= 0 ms, as in Kafka",
                     code="INVALID_TIMESTAMP",
+                )
+            columns[time.name] = millis
+        if "window_end" in layout.derived and "window_end" in data.column_names:
+            self._check_window_end(data, columns["window_start"])
+        if layout.headers:
+            if HEADERS in data.column_names:
+                columns[HEADERS] = headers_from_arrow(data.column(HEADERS).combine_chunks())
+            else:
+                columns[HEADERS] = pa.array([b""] * data.num_rows, pa.binary())
+        if "session_start" in columns:
+            bad = pc.less(columns["session_end"], columns["session_start"])
+            if pc.any(bad).as_py():
+                raise InvalidOptionError(
+                    "column 'session_end' is before 'session_start' in some rows; a session "
+                    "ends at or after its start",
+                    code="INVALID_SESSION",
                 )
         return table.stage(
             data.column("key").combine_chunks(),
             data.column("value").combine_chunks(),
-            millis,
+            columns,
             task_id,
             sequence,
         )
+
+    def _check_window_end(self, data: pa.Table, starts: pa.Array) -> None:
+        size = self.spec.params["window_size_ms"]
+        ends = self._millis(data, "window_end")
+        wrong = pc.invert(pc.fill_null(pc.equal(ends, pc.add(starts, size)), False))
+        if pc.any(wrong).as_py():
+            raise InvalidOptionError(
+                f"column 'window_end' must be window_start + windowSize ({size} ms) in every "
+                f"row of store {self.spec.name!r}; drop the column or fix it",
+                code="INVALID_WINDOW",
+            )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         files = [f for m in messages if isinstance(m, StagedFiles) for f in m.files]

@@ -1,4 +1,16 @@
-"""Store engines: Kafka Streams' state stores over RocksDB, bytes in, bytes out."""
+"""Store engines: Kafka Streams' state stores over RocksDB, bytes in, bytes out.
+
+| store                                   | module                |
+|-----------------------------------------|-----------------------|
+| ``KeyValueStore``                         | ``stores.key_value``    |
+| ``TimestampedKeyValueStore[WithHeaders]`` | ``stores.timestamped``  |
+| ``VersionedKeyValueStore``                | ``stores.versioned``    |
+| ``[Timestamped]WindowStore[WithHeaders]`` | ``stores.window``       |
+| ``SessionStore[WithHeaders]``             | ``stores.session``      |
+
+Interactive Queries v2 (query objects, results, positions) live in ``stores.query``; run one
+against a store with ``stores.query.query(store, query)``.
+"""
 
 from stores.errors import (
     CommitConflictError,
@@ -12,21 +24,89 @@ from stores.errors import (
 )
 from stores.key_value import KeyValueStore
 from stores.protocols import KeyValueStoreProtocol, VersionedKeyValueStoreProtocol
+from stores.query import (
+    FailureReason,
+    KeyQuery,
+    MultiVersionedKeyQuery,
+    Position,
+    PositionBound,
+    QueryResult,
+    RangeQuery,
+    ResultOrder,
+    TimestampedKeyQuery,
+    TimestampedKeyWithHeadersQuery,
+    TimestampedRangeQuery,
+    TimestampedRangeWithHeadersQuery,
+    TimestampedWindowKeyWithHeadersQuery,
+    TimestampedWindowRangeWithHeadersQuery,
+    VersionedKeyQuery,
+    WindowKeyQuery,
+    WindowRangeQuery,
+)
+from stores.records import (
+    UNKNOWN_TIMESTAMP,
+    KeyValue,
+    ValueAndHeaders,
+    ValueAndTimestamp,
+    ValueTimestampHeaders,
+    Window,
+    Windowed,
+)
+from stores.session import SessionStore, SessionStoreWithHeaders
+from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from stores.versioned import NOT_PUT, VersionedKeyValueStore, VersionedRecord
+from stores.window import (
+    TimestampedWindowStore,
+    TimestampedWindowStoreWithHeaders,
+    WindowStore,
+    WindowStoreWithHeaders,
+)
 
 __all__ = [
     "NOT_PUT",
+    "UNKNOWN_TIMESTAMP",
     "CommitConflictError",
     "CorruptDataError",
+    "FailureReason",
     "InvalidOptionError",
+    "KeyQuery",
+    "KeyValue",
     "KeyValueStore",
     "KeyValueStoreProtocol",
+    "MultiVersionedKeyQuery",
+    "Position",
+    "PositionBound",
+    "QueryResult",
+    "RangeQuery",
+    "ResultOrder",
     "SerdeError",
+    "SessionStore",
+    "SessionStoreWithHeaders",
     "StateStoreError",
     "StoreAlreadyExistsError",
     "StoreClosedError",
     "StoreNotFoundError",
+    "TimestampedKeyQuery",
+    "TimestampedKeyValueStore",
+    "TimestampedKeyValueStoreWithHeaders",
+    "TimestampedKeyWithHeadersQuery",
+    "TimestampedRangeQuery",
+    "TimestampedRangeWithHeadersQuery",
+    "TimestampedWindowKeyWithHeadersQuery",
+    "TimestampedWindowRangeWithHeadersQuery",
+    "TimestampedWindowStore",
+    "TimestampedWindowStoreWithHeaders",
+    "ValueAndHeaders",
+    "ValueAndTimestamp",
+    "ValueTimestampHeaders",
+    "VersionedKeyQuery",
     "VersionedKeyValueStore",
     "VersionedKeyValueStoreProtocol",
     "VersionedRecord",
+    "Window",
+    "WindowKeyQuery",
+    "WindowRangeQuery",
+    "WindowStore",
+    "WindowStoreWithHeaders",
+    "Windowed",
 ]

@@ -27,3 +27,10 @@ def test_example_runs(script: Path, tmp_path: Path, spark_env: dict[str, str]) -
         assert "1.0735" in as_of and "1.248" in as_of and "1.0698" not in as_of
         assert "EUR|1.0698" in sql and "JPY" not in sql
         assert (tmp_path / "warehouse" / "rates" / "spec.json").exists()
+    if script.name == "stores_tour.py":
+        out = result.stdout
+        assert "[0, 5) min: count=3" in out and "[5, 10) min: count=5" in out
+        assert "Sessions of 'ada': [(0, 4), (20, 21)]" in out
+        assert "headers=(('trace-id', b'a1b2'),)" in out
+        assert "IQv2 windows of 'home': [(0, 3), (5, 5)]" in out
+        assert "fails per partition: ['UNKNOWN_QUERY_TYPE']" in out

@@ -54,7 +54,17 @@ def test_unknown_store_names_root_existing_stores_and_closest(catalog: Catalog) 
     ("args", "params", "pattern"),
     [
         (("bad/name", "keyvalue", "string", "long"), {}, "store name"),
-        (("s", "window", "string", "long"), {}, "option 'kind' is 'window'; accepted: keyvalue"),
+        (("s", "windowed", "string", "long"), {}, "option 'kind' is 'windowed'; accepted: keyvalue"),
+        (("s", "window", "string", "long"), {"retention_ms": 10}, "needs option 'windowSize'"),
+        (("s", "window", "string", "long"), {"window_size_ms": 5}, "needs option 'retention'"),
+        (
+            ("s", "window", "string", "long"),
+            {"window_size_ms": 50, "retention_ms": 10},
+            "'retention' \\(10 ms\\) must be at least option 'windowSize'",
+        ),
+        (("s", "session", "string", "long"), {}, "needs option 'retention'"),
+        (("s", "keyvalue", "string", "long"), {"headers": True}, "no header-aware plain"),
+        (("s", "session", "string", "long"), {"retention_ms": 5, "window_size_ms": 1}, "'windowSize'"),
         (("s", "keyvalue", "date", "long"), {}, "column 'key' has type date"),
         (("s", "keyvalue", "string", "long", 0), {}, "numPartitions"),
         (("s", "versioned", "string", "long"), {}, "historyRetention"),
@@ -227,8 +237,8 @@ def test_a_versioned_commit_applies_in_timestamp_order_across_its_files(catalog:
     # Two tasks' files in one commit: applied file by file, "late"@5 would fall behind the
     # grace period set by "early"@1000 and be dropped; in timestamp order both are kept.
     # (Write ids "a" < "b" put the "early" file first in the commit record.)
-    first = table.stage(pa.array(["early"]), pa.array([1]), pa.array([1000], pa.int64()), "a")
-    second = table.stage(pa.array(["late"]), pa.array([2]), pa.array([5], pa.int64()), "b")
+    first = table.stage(pa.array(["early"]), pa.array([1]), {"timestamp": pa.array([1000], pa.int64())}, "a")
+    second = table.stage(pa.array(["late"]), pa.array([2]), {"timestamp": pa.array([5], pa.int64())}, "b")
     assert [f.path for f in table.commit(second + first).files] == [first[0].path, second[0].path]
     assert [r["key"] for r in rows(table.to_arrow())] == ["early", "late"]
 

@@ -57,3 +57,29 @@ def test_misspelt_option_names_the_closest_valid_one() -> None:
 def test_bad_values_name_the_option(options: dict[str, str], pattern: str) -> None:
     with pytest.raises(InvalidOptionError, match=pattern):
         StoreOptions.parse(options)
+
+
+def test_window_options_booleans_and_start_range() -> None:
+    options = StoreOptions.parse(
+        {
+            "store": "clicks",
+            "kind": "window",
+            "windowsize": "5 minutes",
+            "retention": "PT1H",
+            "retainDuplicates": "TRUE",
+            "headers": "false",
+            "windowStartFrom": "2024-05-01T00:00:00Z",
+            "windowstartto": "1714521600001",
+        }
+    )
+    assert options.creation_params() == {
+        "history_retention_ms": None,
+        "segment_interval_ms": None,
+        "retention_ms": 3_600_000,
+        "window_size_ms": 300_000,
+        "retain_duplicates": True,
+        "timestamped": None,
+        "headers": False,
+    }
+    scan = options.scan()
+    assert (scan.as_of, scan.time_from, scan.time_to) == (None, 1_714_521_600_000, 1_714_521_600_001)
