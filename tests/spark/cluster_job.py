@@ -46,9 +46,38 @@ def main(root: str) -> None:
     seen = (
         spark.read.format("state_store").option("root", root).load("spread").rdd.mapPartitions(where).collect()
     )
+    # A header-aware session store, written and read by executors, then queried (IQv2) on the
+    # driver, which materializes its own caches from the same durable files.
+    sessions = spark.createDataFrame(
+        [(f"u{i % 10}", 1_000 * i, 1_000 * i + 500, i, [("trace", bytearray([i]))]) for i in range(40)],
+        "key string, session_start bigint, session_end bigint, value bigint, "
+        "headers array<struct<key:string,value:binary>>",
+    ).repartition(4)
+    (
+        sessions.write.format("state_store").option("root", root).option("kind", "session")
+        .option("retention", "1 day").option("headers", "true").option("numPartitions", "4")
+        .mode("append").save("sessions")
+    )
+    read_back = spark.read.format("state_store").option("root", root).load("sessions")
+    session_rows = read_back.selectExpr("key", "value", "headers[0].value AS trace").collect()
+
+    from catalog import Catalog, StateQueryRequest
+    from stores import WindowRangeQuery
+
+    result = Catalog(root).query(
+        StateQueryRequest.in_store("sessions").with_query(WindowRangeQuery.with_key("u3"))
+    )
+    u3 = sorted(
+        value
+        for partition_result in result.get_partition_results().values()
+        for _, value in partition_result.get_result()
+    )
     print(
         json.dumps(
             {
+                "session_values": sorted(r.value for r in session_rows),
+                "session_traces_match": all(r.trace == bytearray([r.value]) for r in session_rows),
+                "u3_via_iq": u3,
                 "pids": sorted({s[0] for s in seen}),
                 "local_dirs": sorted({s[1] for s in seen}),
                 "driver_pid": os.getpid(),

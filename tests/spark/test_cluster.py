@@ -31,3 +31,6 @@ def test_store_written_by_executors_is_read_by_other_executor_processes(
     # partition caches from the durable files.
     assert len(seen["local_dirs"]) == 2 and seen["caches_built"]
     assert seen["driver_local_dir"] not in seen["local_dirs"]
+    # Executors wrote and read a header-aware session store; the driver queried it (IQv2).
+    assert seen["session_values"] == list(range(40)) and seen["session_traces_match"]
+    assert seen["u3_via_iq"] == [3, 13, 23, 33]
