@@ -244,6 +244,7 @@ def _ts_class(params: dict[str, Any]) -> Any:
 
 def _ts_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
     layout = _ts_layout(params)
+    table = _time_order(table, "timestamp")  # the newest record of a key wins (unknown -1 first)
     args = [
         table.column("key").to_pylist(),
         table.column("value").to_pylist(),

@@ -8,10 +8,19 @@
 | ``[Timestamped]WindowStore[WithHeaders]`` | ``stores.window``       |
 | ``SessionStore[WithHeaders]``             | ``stores.session``      |
 
-Interactive Queries v2 (query objects, results, positions) live in ``stores.query``; run one
+Adapters that serve a store of an older format as a newer one (Kafka's
+``TimestampedToHeadersStoreAdapter`` ...) are in ``stores.adapters``. Interactive Queries v2 (query objects, results, positions) live in ``stores.query``; run one
 against a store with ``stores.query.query(store, query)``.
 """
 
+from stores.adapters import (
+    KeyValueToTimestampedKeyValueByteStoreAdapter,
+    PlainToHeadersStoreAdapter,
+    PlainToHeadersWindowStoreAdapter,
+    TimestampedToHeadersStoreAdapter,
+    TimestampedToHeadersWindowStoreAdapter,
+    WindowToTimestampedWindowByteStoreAdapter,
+)
 from stores.errors import (
     CommitConflictError,
     CorruptDataError,
@@ -22,6 +31,7 @@ from stores.errors import (
     StoreClosedError,
     StoreNotFoundError,
 )
+from stores.iterators import KeyValueIterator
 from stores.key_value import KeyValueStore
 from stores.protocols import KeyValueStoreProtocol, VersionedKeyValueStoreProtocol
 from stores.query import (
@@ -71,9 +81,13 @@ __all__ = [
     "InvalidOptionError",
     "KeyQuery",
     "KeyValue",
+    "KeyValueIterator",
     "KeyValueStore",
     "KeyValueStoreProtocol",
+    "KeyValueToTimestampedKeyValueByteStoreAdapter",
     "MultiVersionedKeyQuery",
+    "PlainToHeadersStoreAdapter",
+    "PlainToHeadersWindowStoreAdapter",
     "Position",
     "PositionBound",
     "QueryResult",
@@ -92,6 +106,8 @@ __all__ = [
     "TimestampedKeyWithHeadersQuery",
     "TimestampedRangeQuery",
     "TimestampedRangeWithHeadersQuery",
+    "TimestampedToHeadersStoreAdapter",
+    "TimestampedToHeadersWindowStoreAdapter",
     "TimestampedWindowKeyWithHeadersQuery",
     "TimestampedWindowRangeWithHeadersQuery",
     "TimestampedWindowStore",
@@ -108,5 +124,6 @@ __all__ = [
     "WindowRangeQuery",
     "WindowStore",
     "WindowStoreWithHeaders",
+    "WindowToTimestampedWindowByteStoreAdapter",
     "Windowed",
 ]

@@ -15,6 +15,7 @@ single batch).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
@@ -328,6 +329,20 @@ class RocksDBBytesStore:
             return
         self._db.write(self._batch)
         self._discard()
+
+    @contextlib.contextmanager
+    def operation(self) -> Iterator[None]:
+        """Scope one public store operation: on success commit if autocommitting; on an error an
+        autocommitting store discards what the operation staged, so that a failed call is not
+        committed by the next one (an owner-committed store leaves both to its owner).
+        """
+        try:
+            yield
+        except BaseException:
+            if self.autocommit:
+                self.rollback()
+            raise
+        self.maybe_commit()
 
     def maybe_commit(self) -> None:
         """Commit if this store autocommits; called by stores after each public operation."""

@@ -23,7 +23,9 @@ Semantics (Kafka's ``AbstractRocksDBSegmentedBytesStore`` and ``AbstractSegments
 - ``put`` first advances the observed stream time to ``max(stream time, timestamp)``. The
   segment of ``timestamp`` is *live* if its id >= ``segment_id(stream time - retention)``;
   a put into a dead segment is dropped (returns False). Then every segment below the first
-  live one is deleted, whole. A None value deletes the row (in every column family).
+  live one is deleted, whole: on the first put of this layer, then whenever the first live
+  segment moves (Kafka cleans up on every put; the result is the same, without a range
+  tombstone per put). A None value deletes the row (in every column family).
 - ``get`` returns None for a timestamp < ``stream time - retention + 1`` (Kafka's check).
 - ``range``/``all`` return raw rows; filtering on exact key and time bounds is the caller's
   (Kafka's ``HasNextCondition``). :meth:`SegmentedBytesStore.actual_from` gives Kafka's
@@ -141,6 +143,8 @@ class SegmentedBytesStore:
         # Only families holding data at open time are consulted: the common case (no legacy
         # data) then costs nothing. Kafka decides between single- and dual-family access the
         # same way, when the store is opened.
+        #: The first live segment at the last expiry by this instance (None: not yet).
+        self._expired_below: int | None = None
         self._active_legacy = tuple(
             (cf, convert)
             for cf, convert in self.legacy_cfs
@@ -201,7 +205,7 @@ class SegmentedBytesStore:
             InvalidOptionError: ``timestamp`` is negative.
         """
         _check_timestamp(timestamp)
-        previous, current = self._advance(timestamp)
+        _, current = self._advance(timestamp)
         min_live = self.min_live_segment_id(current)
         sid = self.segment_id(timestamp)
         written = sid >= min_live
@@ -213,8 +217,12 @@ class SegmentedBytesStore:
                 self.db.put(physical, value, self.data_cf)
             for cf, _ in self._active_legacy:
                 self.db.delete(physical, cf)
-        if previous == NO_TIMESTAMP or min_live > self.min_live_segment_id(previous):
+        # Kafka cleans up on every put; a range tombstone per put would slow reads, so we drop
+        # segments only when the first live one moves, counting from this layer's creation
+        # (a store reopened with a shorter retention expires on its first put, as Kafka's).
+        if self._expired_below is None or min_live > self._expired_below:
             self._expire_below(min_live)
+            self._expired_below = min_live
         return written
 
     def remove(self, key: bytes, timestamp: int) -> None:

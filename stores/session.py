@@ -20,8 +20,12 @@ Kafka's behaviour, kept here (``AbstractRocksDBSegmentedBytesStore`` with ``Sess
 ``SessionStoreWithHeaders`` keeps ``[varint headersSize][headers][aggregate]`` in
 ``sessionKeyValueWithHeaders`` and reads a plain store's ``default`` family lazily with empty
 headers (Kafka's ``RocksDBMigratingSessionStoreWithHeaders``); writes move a session to the new
-family. Unlike Kafka's ``get``, reads never migrate a row (readers may be read-only, and the
-catalog's batches should only hold its own writes).
+family. ``fetch_session`` is Kafka's ``get`` and, like it, migrates the session it reads into
+the new family (unless the bytes store is read-only: a reader then converts and writes nothing);
+iterators never migrate.
+
+Iterators are :class:`stores.iterators.KeyValueIterator`; closing the store ends them quietly
+(``has_next()`` False), as Kafka's segmented stores do.
 """
 
 from __future__ import annotations
@@ -31,16 +35,18 @@ import itertools
 import logging
 import operator
 import os
-from collections.abc import Iterator
+import weakref
+from collections.abc import Generator, Iterator
+from types import GeneratorType
 from typing import Any, Generic, TypeVar
 
 from stores.errors import InvalidOptionError, StoreClosedError
+from stores.iterators import KeyValueIterator
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
 from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
-from stores.segments import SEGMENTS_META_CF, Converter, SegmentedBytesStore
+from stores.segments import SEGMENTS_META_CF, Converter, SegmentedBytesStore, segment_prefix
 from stores.session_format import (
     MAX_LONG,
-    MIN_LONG,
     SESSION_HEADERS_CF,
     convert_plain_value,
     decode_session_key,
@@ -51,6 +57,8 @@ from stores.session_format import (
     single_key_bounds,
     upper_bound,
 )
+from stores.checks import checked_bytes as _key
+from stores.checks import checked_long as _long
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +95,7 @@ class _SessionStoreBase(Generic[V]):
     _db: RocksDBBytesStore
     _owns_db: bool
     _closed: bool
+    _scans: weakref.WeakSet[Generator[KeyValue, None, None]]
 
     def __init__(
         self,
@@ -125,6 +134,8 @@ class _SessionStoreBase(Generic[V]):
         self._db = db
         self._owns_db = owns_db
         self._closed = False
+        # Kafka closes a store's open iterators when the store closes; so do we (quietly).
+        self._scans: weakref.WeakSet[Generator[KeyValue, None, None]] = weakref.WeakSet()
         self._segments = SegmentedBytesStore(
             db,
             retention_ms=retention,
@@ -194,7 +205,7 @@ class _SessionStoreBase(Generic[V]):
             key, start, end = _session(key, start, end)
         raw = self._encode(value)
         self._check_open()
-        with _WriteScope(self._db):
+        with self._db.operation():
             self._segments.put(encode_session_key(key, start, end), raw, end)
 
     def remove(self, *args: Any, **kwargs: Any) -> None:
@@ -213,13 +224,17 @@ class _SessionStoreBase(Generic[V]):
             key, start, end = _bind("remove", args, kwargs, ("key", "start", "end"))
             key, start, end = _session(key, start, end)
         self._check_open()
-        with _WriteScope(self._db):
+        with self._db.operation():
             self._segments.remove(encode_session_key(key, start, end), end)
 
     # -- reads ---------------------------------------------------------------------------------
 
     def fetch_session(self, key: bytes, start: int, end: int) -> V | None:
         """The aggregate of exactly the session ``key`` ``[start, end]``, or None.
+
+        In upgrade mode (a header-aware store over a plain store's sessions) a session found
+        only in the plain column family is migrated, as Kafka's ``get`` does, unless the bytes
+        store is read-only.
 
         Raises:
             InvalidOptionError: a wrong key or times.
@@ -231,10 +246,30 @@ class _SessionStoreBase(Generic[V]):
         self._check_open()
         if start < 0 or end < 0:
             return None  # no stored session has a negative time
-        raw = self._segments.get(encode_session_key(key, start, end), end)
-        return None if raw is None else self._decode(raw)
+        binary = encode_session_key(key, start, end)
+        raw = self._segments.get(binary, end)
+        if raw is None:
+            return None
+        if self._segments.has_legacy_data and not self._db.read_only:
+            with self._db.operation():
+                self._migrate(binary, end, raw)
+        return self._decode(raw)
 
-    def find_sessions(self, *args: Any, **kwargs: Any) -> Iterator[KeyValue]:
+    def _migrate(self, binary: bytes, end: int, raw: bytes) -> None:
+        """Kafka's ``DualColumnFamilyAccessor.get``: a session read from a legacy family is
+        written (converted) into the current one and deleted from the legacy one.
+
+        Correct only because the changelog already holds the same session; a read-only store
+        converts on read and writes nothing.
+        """
+        physical = segment_prefix(self._segments.segment_id(end)) + binary
+        if self._db.get(physical, self._DATA_CF) is not None:
+            return
+        self._db.put(physical, raw, self._DATA_CF)
+        for cf, _ in self._LEGACY:
+            self._db.delete(physical, cf)
+
+    def find_sessions(self, *args: Any, **kwargs: Any) -> KeyValueIterator:
         """Sessions overlapping a time range, as ``KeyValue(Windowed(key, window), value)``.
 
         Forms (Kafka's ``findSessions`` overloads):
@@ -257,7 +292,7 @@ class _SessionStoreBase(Generic[V]):
             return self.find_sessions_by_end(earliest, latest)
         return self._find("find_sessions", args, kwargs, forward=True)
 
-    def backward_find_sessions(self, *args: Any, **kwargs: Any) -> Iterator[KeyValue]:
+    def backward_find_sessions(self, *args: Any, **kwargs: Any) -> KeyValueIterator:
         """:meth:`find_sessions` (the key and key-range forms), newest segment first, keys
         descending.
 
@@ -267,7 +302,7 @@ class _SessionStoreBase(Generic[V]):
         """
         return self._find("backward_find_sessions", args, kwargs, forward=False)
 
-    def fetch(self, *args: Any, **kwargs: Any) -> Iterator[KeyValue]:
+    def fetch(self, *args: Any, **kwargs: Any) -> KeyValueIterator:
         """``fetch(key)``: every session of ``key``; ``fetch(key_from, key_to)``: of every key in
         the range (None bounds open). Kafka's ``findSessions(..., 0, Long.MAX_VALUE)``.
 
@@ -277,7 +312,7 @@ class _SessionStoreBase(Generic[V]):
         """
         return self._fetch("fetch", args, kwargs, forward=True)
 
-    def backward_fetch(self, *args: Any, **kwargs: Any) -> Iterator[KeyValue]:
+    def backward_fetch(self, *args: Any, **kwargs: Any) -> KeyValueIterator:
         """:meth:`fetch` in backward order.
 
         Raises:
@@ -288,7 +323,7 @@ class _SessionStoreBase(Generic[V]):
 
     def find_sessions_by_end(
         self, earliest_session_end: int, latest_session_end: int
-    ) -> Iterator[KeyValue]:
+    ) -> KeyValueIterator:
         """Every session, of any key, whose end is in ``[earliest, latest]`` (both inclusive).
 
         Kafka's ``SessionStore#findSessions(long, long)`` (used by emit-final aggregations),
@@ -305,10 +340,10 @@ class _SessionStoreBase(Generic[V]):
         self._check_open()
         actual = self._segments.actual_from(earliest)
         if latest < actual or latest < 0:
-            return iter(())
+            return self._track(iter(()))
         interval = self._segments.segment_interval_ms
         rows = self._segments.range(None, None, max(actual, 0), latest)
-        return self._by_end(rows, actual, latest, interval)
+        return self._track(self._by_end(rows, actual, latest, interval))
 
     def _by_end(
         self, rows: Iterator[tuple[bytes, bytes]], earliest: int, latest: int, interval: int
@@ -328,7 +363,7 @@ class _SessionStoreBase(Generic[V]):
                     return
                 yield KeyValue(Windowed(key, Window(start, end)), self._decode(raw))
 
-    def all(self, *, reverse: bool = False) -> Iterator[KeyValue]:
+    def all(self, *, reverse: bool = False) -> KeyValueIterator:
         """Every live session in binary-key order (key, then end, then start for keys of equal
         length) across all segments: the full-scan path.
 
@@ -346,9 +381,9 @@ class _SessionStoreBase(Generic[V]):
             if sid >= first
         ]
         merged = heapq.merge(*streams, key=operator.itemgetter(0), reverse=reverse)
-        return self._sessions(merged, None, None, actual, MAX_LONG)
+        return self._track(self._sessions(merged, None, None, actual, MAX_LONG))
 
-    def backward_all(self) -> Iterator[KeyValue]:
+    def backward_all(self) -> KeyValueIterator:
         """:meth:`all` in reverse order.
 
         Raises:
@@ -360,7 +395,7 @@ class _SessionStoreBase(Generic[V]):
 
     def _fetch(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool
-    ) -> Iterator[KeyValue]:
+    ) -> KeyValueIterator:
         if _count(args, kwargs) == 1 and "key_from" not in kwargs and "key_to" not in kwargs:
             (key,) = _bind(method, args, kwargs, ("key",))
             return self._find_key(_key(key, "key"), 0, MAX_LONG, forward)
@@ -372,7 +407,7 @@ class _SessionStoreBase(Generic[V]):
 
     def _find(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool
-    ) -> Iterator[KeyValue]:
+    ) -> KeyValueIterator:
         if _count(args, kwargs) == 3 and "key_from" not in kwargs and "key_to" not in kwargs:
             key, earliest, latest = _bind(
                 method, args, kwargs, ("key", "earliest_session_end", "latest_session_start")
@@ -399,12 +434,12 @@ class _SessionStoreBase(Generic[V]):
 
     def _find_key(
         self, key: bytes, earliest: int, latest: int, forward: bool
-    ) -> Iterator[KeyValue]:
+    ) -> KeyValueIterator:
         self._check_open()
         actual = self._segments.actual_from(earliest)
         lower, upper = single_key_bounds(key)
         rows = self._segments.range(lower, upper, actual, MAX_LONG, reverse=not forward)
-        return self._sessions(rows, key, key, actual, latest)
+        return self._track(self._sessions(rows, key, key, actual, latest))
 
     def _find_range(
         self,
@@ -413,17 +448,17 @@ class _SessionStoreBase(Generic[V]):
         earliest: int,
         latest: int,
         forward: bool,
-    ) -> Iterator[KeyValue]:
+    ) -> KeyValueIterator:
         self._check_open()
         if key_from is not None and key_to is not None and key_from > key_to:
             log.warning(_INVERTED_RANGE_WARNING)
-            return iter(())
+            return self._track(iter(()))
         actual = self._segments.actual_from(earliest)
         rows = self._segments.range(
             lower_bound(key_from), upper_bound(key_from, key_to), actual, MAX_LONG,
             reverse=not forward,
         )
-        return self._sessions(rows, key_from, key_to, actual, latest)
+        return self._track(self._sessions(rows, key_from, key_to, actual, latest))
 
     def _sessions(
         self,
@@ -450,6 +485,15 @@ class _SessionStoreBase(Generic[V]):
             ):
                 yield KeyValue(Windowed(key, Window(start, end)), self._decode(raw))
 
+    def _track(self, entries: Iterator[KeyValue]) -> KeyValueIterator:
+        """Wrap a scan: once the store closes, the iterator is exhausted (not an error)."""
+        if isinstance(entries, GeneratorType):
+            self._scans.add(entries)
+        return KeyValueIterator(entries, str(self._db.path), alive=self._alive)
+
+    def _alive(self) -> bool:
+        return not self.closed
+
     # -- lifecycle -----------------------------------------------------------------------------
 
     def _check_open(self) -> None:
@@ -462,8 +506,15 @@ class _SessionStoreBase(Generic[V]):
         return self._closed or self._db.closed
 
     def close(self) -> None:
-        """Close the store (and its bytes layer, if this store opened it)."""
+        """Close the store (and its bytes layer, if this store opened it).
+
+        Open iterators end quietly: ``has_next()`` turns False, as Kafka's segmented stores'
+        iterators do once their store is closed.
+        """
         self._closed = True
+        # Release the RocksDB iterators of open scans before the database closes.
+        for scan in list(self._scans):
+            scan.close()
         if self._owns_db:
             self._db.close()
 
@@ -557,24 +608,6 @@ class SessionStoreWithHeaders(_SessionStoreBase[ValueAndHeaders[bytes]]):
         return self._segments.has_legacy_data
 
 
-class _WriteScope:
-    """Ends a public write: commit if autocommitting; on an error, discard what it staged."""
-
-    __slots__ = ("db",)
-
-    def __init__(self, db: RocksDBBytesStore) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
-            self.db.maybe_commit()
-        elif self.db.autocommit:
-            self.db.rollback()
-
-
 # -- argument checks ----------------------------------------------------------------------------
 
 
@@ -618,23 +651,8 @@ def _signature(names: tuple[str, ...]) -> str:
     return "(" + ", ".join(names) + ")"
 
 
-def _long(value: Any, name: str, minimum: int = MIN_LONG) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise InvalidOptionError(
-            f"{name} must be an integer (epoch milliseconds), got {type(value).__name__}"
-        )
-    number = operator.index(value)
-    if not minimum <= number <= MAX_LONG:
-        raise InvalidOptionError(f"{name} must be between {minimum} and 2**63-1, got {number}")
-    return number
 
 
-def _key(key: Any, name: str) -> bytes:
-    if isinstance(key, bytes):
-        return key
-    if isinstance(key, (bytearray, memoryview)):
-        return bytes(key)
-    raise InvalidOptionError(f"{name} must be bytes, got {type(key).__name__}")
 
 
 def _optional_key(key: Any, name: str) -> bytes | None:

@@ -32,7 +32,7 @@ and writes nothing.
 
 from __future__ import annotations
 
-import operator
+import logging
 import os
 import struct
 import weakref
@@ -41,6 +41,7 @@ from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
+from stores.iterators import KeyValueIterator
 from stores.headers_format import (
     EMPTY_HEADERS_PREFIX,
     convert_from_plain_to_header_format,
@@ -60,9 +61,21 @@ from stores.timestamped_format import (
     encode_timestamped,
     raw_timestamp,
 )
+from stores.checks import checked_bytes as _checked_key
+from stores.checks import checked_long, checked_optional_bytes
 
 #: The column family of KIP-1271's key-value format (``RocksDBTimestampedStoreWithHeaders``).
 TIMESTAMPED_WITH_HEADERS_CF = "keyValueWithTimestampAndHeaders"
+
+log = logging.getLogger(__name__)
+
+#: Kafka's ``RocksDBStore.range`` warning for an inverted key range.
+_INVERTED_RANGE_WARNING = (
+    "Returning empty iterator for fetch with invalid key range: from > to. This may be due to "
+    "range arguments set in the wrong order, or serdes that don't preserve ordering when "
+    "lexicographically comparing the serialized bytes. Note that the built-in numerical serdes "
+    "do not follow this for negative numbers"
+)
 
 R = TypeVar("R")
 S = TypeVar("S", bound="_DualFormatStore[Any]")
@@ -155,7 +168,7 @@ class _DualFormatStore(Generic[R]):
         self._check_open()
         key = _checked_key(key)
         raw = self._encode(value)
-        with _WriteScope(self._db):
+        with self._db.operation():
             self._write(key, raw)
 
     def put_if_absent(self, key: bytes, value: R | None) -> R | None:
@@ -170,7 +183,7 @@ class _DualFormatStore(Generic[R]):
         self._check_open()
         key = _checked_key(key)
         raw = self._encode(value)
-        with _WriteScope(self._db):
+        with self._db.operation():
             existing = self._get_raw(key, migrate=True)
             if existing is None:
                 self._write(key, raw)
@@ -185,7 +198,7 @@ class _DualFormatStore(Generic[R]):
         """
         self._check_open()
         batch = [(_checked_key(key), self._encode(value)) for key, value in _pairs(entries)]
-        with _WriteScope(self._db):
+        with self._db.operation():
             for key, raw in batch:
                 self._write(key, raw)
 
@@ -198,7 +211,7 @@ class _DualFormatStore(Generic[R]):
         """
         self._check_open()
         key = _checked_key(key)
-        with _WriteScope(self._db):
+        with self._db.operation():
             existing = self._get_raw(key, migrate=False)
             self._write(key, None)
         return None if existing is None else self._decode(existing)
@@ -215,7 +228,7 @@ class _DualFormatStore(Generic[R]):
     def _put_raw_columns(self, keys: list[bytes], raws: list[bytes | None]) -> None:
         if not all(type(k) is bytes for k in keys):
             raise InvalidOptionError("every key must be bytes")
-        with _WriteScope(self._db):
+        with self._db.operation():
             if self._legacy is not None:
                 self._db.put_many(keys, [None] * len(keys), self._legacy[0])
             self._db.put_many(keys, raws, self._NEW_CF)
@@ -234,7 +247,7 @@ class _DualFormatStore(Generic[R]):
         """
         self._check_open()
         key = _checked_key(key)
-        with _WriteScope(self._db):
+        with self._db.operation():
             raw = self._get_raw(key, migrate=True)
         return None if raw is None else self._decode(raw)
 
@@ -256,7 +269,8 @@ class _DualFormatStore(Generic[R]):
     ) -> KeyValueIterator:
         """Iterate keys from ``start`` to ``end``, both inclusive (None is open), in byte order.
 
-        ``reverse=True`` is Kafka's ``reverseRange``. Inverted bounds give nothing, as in Kafka.
+        ``reverse=True`` is Kafka's ``reverseRange``. Inverted bounds give nothing and log
+        Kafka's warning.
 
         Raises:
             InvalidOptionError: a bound is not bytes.
@@ -266,6 +280,7 @@ class _DualFormatStore(Generic[R]):
         lower = None if start is None else _checked_key(start, "start")
         upper = None if end is None else _checked_key(end, "end")
         if lower is not None and upper is not None and lower > upper:
+            log.warning(_INVERTED_RANGE_WARNING)
             return self._track(iter(()))
         return self._track(
             self._iterate(lower, None if upper is None else upper + b"\x00", reverse)
@@ -582,96 +597,6 @@ class TimestampedKeyValueStoreWithHeaders(_DualFormatStore[ValueTimestampHeaders
         return _headers_columns(self._scan_raw(batch_rows))
 
 
-class KeyValueIterator:
-    """Kafka's ``KeyValueIterator``: yields ``KeyValue(key, value)``; ``has_next``,
-    ``peek_next_key``, ``close``, and a context manager (``try``-with-resources in Kafka).
-
-    Using it after ``close()`` (or after its store closed) raises ``StoreClosedError``, as
-    Kafka's ``InvalidStateStoreException`` does.
-    """
-
-    __slots__ = ("_entries", "_name", "_peeked", "_open", "__weakref__")
-
-    def __init__(self, entries: Iterator[KeyValue], name: str) -> None:
-        self._entries = entries
-        self._name = name
-        self._peeked: KeyValue | None = None
-        self._open = True
-
-    def __iter__(self) -> KeyValueIterator:
-        return self
-
-    def __next__(self) -> KeyValue:
-        if not self._open:
-            raise StoreClosedError(f"the iterator of the store at {self._name} is closed")
-        if self._peeked is not None:
-            entry, self._peeked = self._peeked, None
-            return entry
-        return next(self._entries)
-
-    def has_next(self) -> bool:
-        """Whether another entry follows.
-
-        Raises:
-            StoreClosedError: the iterator is closed.
-        """
-        if self._peeked is None:
-            try:
-                self._peeked = next(self)
-            except StopIteration:
-                return False
-        return True
-
-    def peek_next_key(self) -> Any:
-        """The key of the next entry, without consuming it.
-
-        Raises:
-            StopIteration: no entry follows (Kafka's ``NoSuchElementException``).
-            StoreClosedError: the iterator is closed.
-        """
-        if not self.has_next():
-            raise StopIteration
-        assert self._peeked is not None
-        return self._peeked.key
-
-    def close(self) -> None:
-        """Release the iterator; idempotent."""
-        if self._open:
-            self._open = False
-            self._peeked = None
-            close = getattr(self._entries, "close", None)
-            if close is not None:
-                close()
-
-    def __enter__(self) -> KeyValueIterator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class _WriteScope:
-    """Ends a public operation: commit if autocommitting, else leave it to the owner.
-
-    On an error an autocommitting store discards the operation's staged writes, so that a
-    failed call is not committed by the next one.
-    """
-
-    __slots__ = ("db",)
-
-    def __init__(self, db: RocksDBBytesStore) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
-            self.db.maybe_commit()
-        elif self.db.autocommit:
-            self.db.rollback()
-
-
 def _chunks(
     pairs: Iterator[tuple[bytes, bytes]], batch_rows: int
 ) -> Iterator[tuple[list[bytes], list[bytes]]]:
@@ -754,35 +679,6 @@ def _merge(
 # -- argument checks ----------------------------------------------------------------------------
 
 
-def _checked_key(key: Any, name: str = "key") -> bytes:
-    if isinstance(key, bytes):
-        return key
-    if isinstance(key, (bytearray, memoryview)):
-        return bytes(key)
-    raise InvalidOptionError(f"{name} must be bytes, got {type(key).__name__}")
-
-
-def _checked_value(value: Any) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise InvalidOptionError(
-        f"the record's value must be bytes or None, got {type(value).__name__}"
-    )
-
-
-def _checked_timestamp(value: Any) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise InvalidOptionError(
-            f"timestamp must be an integer (epoch milliseconds), got {type(value).__name__}"
-        )
-    number = operator.index(value)
-    if not _MIN_LONG <= number <= _MAX_LONG:
-        raise InvalidOptionError(f"timestamp must be between -2**63 and 2**63-1, got {number}")
-    return number
-
-
 def _pairs(entries: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
     for entry in entries:
         try:
@@ -809,6 +705,14 @@ def _prefix_end(prefix: bytes) -> bytes | None:
     if not trimmed:
         return None
     return trimmed[:-1] + bytes([trimmed[-1] + 1])
+
+
+def _checked_value(value: Any) -> bytes | None:
+    return checked_optional_bytes(value, "the record's value")
+
+
+def _checked_timestamp(value: Any) -> int:
+    return checked_long(value, "timestamp")
 
 
 __all__ = [

@@ -13,6 +13,7 @@ as the data it describes.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import operator
@@ -44,6 +45,8 @@ from stores.versioned_format import (
     segment_id,
     segment_prefix,
 )
+from stores.checks import checked_bytes as _checked_key
+from stores.checks import checked_long, checked_optional_bytes
 
 #: Kafka's ``PUT_RETURN_CODE_NOT_PUT``: the put was older than the grace period.
 NOT_PUT = -(2**63)
@@ -325,8 +328,8 @@ class VersionedKeyValueStore:
         else:
             rows.prefetch(LATEST_SEGMENT_ID, keys)
 
-    def _writing(self) -> _WriteScope:
-        return _WriteScope(self._db)
+    def _writing(self) -> contextlib.AbstractContextManager[None]:
+        return self._db.operation()
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -708,28 +711,6 @@ class VersionedKeyValueStore:
         self.close()
 
 
-class _WriteScope:
-    """Ends a public write: commit if autocommitting, else leave it to the owner.
-
-    On an error an autocommitting store discards the operation's staged writes, so that a
-    failed call is not committed by the next one.
-    """
-
-    __slots__ = ("db",)
-
-    def __init__(self, db: RocksDBBytesStore) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
-            self.db.maybe_commit()
-        elif self.db.autocommit:
-            self.db.rollback()
-
-
 def _tagged(
     entries: Iterable[tuple[bytes, bytes]], rank: int
 ) -> Iterator[tuple[bytes, int, bytes]]:
@@ -742,35 +723,6 @@ def _latest_record(raw: bytes) -> VersionedRecord:
 
 
 # -- argument checks ----------------------------------------------------------------------------
-
-
-def _checked_key(key: Any) -> bytes:
-    if isinstance(key, bytes):
-        return key
-    if isinstance(key, (bytearray, memoryview)):
-        return bytes(key)
-    raise InvalidOptionError(f"key must be bytes, got {type(key).__name__}")
-
-
-def _checked_timestamp(value: Any, name: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise InvalidOptionError(
-            f"{name} must be an integer (epoch milliseconds), got {type(value).__name__}"
-        )
-    number = operator.index(value)
-    if not minimum <= number <= _MAX_LONG:
-        bound = "between -2**63 and 2**63-1" if minimum < 0 else "between 0 and 2**63-1"
-        raise InvalidOptionError(f"{name} must be {bound}, got {number}")
-    return number
-
-
-def _non_negative(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise InvalidOptionError(f"{name} must be an integer (ms), got {type(value).__name__}")
-    number = operator.index(value)
-    if not 0 <= number <= _MAX_LONG:
-        raise InvalidOptionError(f"{name} must be between 0 and 2**63-1 ms, got {number}")
-    return number
 
 
 def _checked_record(record: Any) -> tuple[bytes, bytes | None, int]:
@@ -786,10 +738,16 @@ def _checked_record(record: Any) -> tuple[bytes, bytes | None, int]:
 def _checked(key: Any, value: Any, timestamp: Any) -> tuple[bytes, bytes | None, int]:
     key = _checked_key(key)
     if value is not None and not isinstance(value, bytes):
-        if not isinstance(value, (bytearray, memoryview)):
-            raise InvalidOptionError(f"value must be bytes or None, got {type(value).__name__}")
-        value = bytes(value)
+        value = checked_optional_bytes(value)
     return key, value, _checked_timestamp(timestamp, "timestamp")
+
+
+def _checked_timestamp(value: Any, name: str, minimum: int = 0) -> int:
+    return checked_long(value, name, minimum)
+
+
+def _non_negative(value: Any, name: str) -> int:
+    return checked_long(value, name, 0, unit="ms")
 
 
 __all__ = [

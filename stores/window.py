@@ -11,14 +11,21 @@ Kafka's rules, as implemented here:
   the result is empty, which also covers inverted time ranges.
 - Time bounds are inclusive; a window is ``[start, start + window_size]`` (end capped at
   2**63-1).
-- A put advances the stream time first; a put into an expired segment is dropped. Segments
-  entirely before ``stream time - retention`` are deleted at once.
+- A put advances the stream time first; a put into an expired segment is dropped with Kafka's
+  warning (:data:`EXPIRED_SEGMENT_WARNING`). Segments entirely before ``stream time -
+  retention`` are deleted at once.
 - Without ``retain_duplicates`` the sequence number is 0 and a None value deletes the window.
   With it every put takes the next sequence number and a None value is ignored (Kafka: a
   delete is not supported for duplicates).
 - A key range whose ``key_from`` sorts after ``key_to`` logs Kafka's warning and is empty.
 - Iteration order is segment by segment (oldest first), then by store key bytes within a
   segment: for one key that is time order, then sequence order; backward reverses both.
+- Iterators are Kafka's (:class:`stores.iterators.KeyValueIterator`: ``has_next``,
+  ``peek_next_key``, ``close``). They read lazily, so they see writes made before their first
+  step, and skip segments dropped meanwhile. Closing the store ends them quietly (``has_next``
+  is False); using a closed iterator raises ``StoreClosedError``.
+- A None key is refused everywhere with ``InvalidOptionError`` (Kafka: NullPointerException),
+  except the bounds of a key range, where None is open (KIP-766).
 
 Where we differ from Kafka (each on purpose): the observed stream time and the last sequence
 number are persisted with the data (Kafka rebuilds the first from its changelog and restarts
@@ -30,12 +37,12 @@ the latest put only if no other put came after it).
 from __future__ import annotations
 
 import logging
-import operator
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from stores.errors import InvalidOptionError, StoreClosedError
+from stores.iterators import KeyValueIterator
 from stores.records import (
     KeyValue,
     ValueAndHeaders,
@@ -64,9 +71,14 @@ from stores.window_format import (
     upper_range,
     upper_range_fixed_size,
 )
+from stores.checks import checked_bytes as _checked_key
+from stores.checks import checked_long
 
 V = TypeVar("V")
 _log = logging.getLogger(__name__)
+#: Kafka's warning when a put lands in an expired segment (the record is dropped).
+EXPIRED_SEGMENT_WARNING = "Skipping record for expired segment."
+
 #: Kafka's ``Stores.persistentWindowStore`` default: ``max(retention / 2, 60 000)``.
 MIN_DEFAULT_SEGMENT_INTERVAL_MS = 60_000
 INVALID_KEY_RANGE_WARNING = (
@@ -207,12 +219,16 @@ class _WindowStoreBase(Generic[V]):
             return  # Kafka: delete is not supported for duplicates; the put is a no-op
         try:
             seqnum = self._next_seqnum() if self._dups else 0
-            self._segments.put(encode_window_key(key, window_start, seqnum), raw, window_start)
+            written = self._segments.put(
+                encode_window_key(key, window_start, seqnum), raw, window_start
+            )
         except BaseException:
             if self._db.autocommit:
                 self._db.rollback()
             raise
         self._db.maybe_commit()
+        if not written:
+            _log.warning(EXPIRED_SEGMENT_WARNING)
 
     def _next_seqnum(self) -> int:
         seqnum = (decode_seqnum(self._db.get(SEQNUM_KEY, SEGMENTS_META_CF)) + 1) & MAX_SEQNUM
@@ -224,11 +240,11 @@ class _WindowStoreBase(Generic[V]):
     @overload
     def fetch(self, key: bytes, time: int, /) -> V | None: ...
     @overload
-    def fetch(self, key: bytes, time_from: int, time_to: int, /) -> Iterator[KeyValue]: ...
+    def fetch(self, key: bytes, time_from: int, time_to: int, /) -> KeyValueIterator: ...
     @overload
     def fetch(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int, /
-    ) -> Iterator[KeyValue]: ...
+    ) -> KeyValueIterator: ...
     def fetch(self, *args: Any, **kwargs: Any) -> Any:
         """Kafka's three ``fetch`` forms, told apart by their number of arguments.
 
@@ -255,12 +271,12 @@ class _WindowStoreBase(Generic[V]):
     @overload
     def backward_fetch(
         self, key: bytes, time_from: int, time_to: int, /
-    ) -> Iterator[KeyValue]: ...
+    ) -> KeyValueIterator: ...
     @overload
     def backward_fetch(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int, /
-    ) -> Iterator[KeyValue]: ...
-    def backward_fetch(self, *args: Any, **kwargs: Any) -> Iterator[KeyValue]:
+    ) -> KeyValueIterator: ...
+    def backward_fetch(self, *args: Any, **kwargs: Any) -> KeyValueIterator:
         """``fetch``'s iterator forms, newest window first (Kafka's ``backwardFetch``).
 
         Raises:
@@ -275,7 +291,7 @@ class _WindowStoreBase(Generic[V]):
             bound["key_from"], bound["key_to"], bound["time_from"], bound["time_to"], True
         )
 
-    def fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue]:
+    def fetch_all(self, time_from: int, time_to: int) -> KeyValueIterator:
         """Every window starting in ``[time_from, time_to]``, as ``KeyValue(Windowed, value)``.
 
         Raises:
@@ -284,7 +300,7 @@ class _WindowStoreBase(Generic[V]):
         """
         return self._fetch_range(None, None, time_from, time_to, False)
 
-    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue]:
+    def backward_fetch_all(self, time_from: int, time_to: int) -> KeyValueIterator:
         """``fetch_all`` newest segment first, keys descending (Kafka's ``backwardFetchAll``).
 
         Raises:
@@ -293,7 +309,7 @@ class _WindowStoreBase(Generic[V]):
         """
         return self._fetch_range(None, None, time_from, time_to, True)
 
-    def all(self) -> Iterator[KeyValue]:
+    def all(self) -> KeyValueIterator:
         """Every live window, as ``KeyValue(Windowed, value)``, oldest segment first.
 
         Raises:
@@ -301,7 +317,7 @@ class _WindowStoreBase(Generic[V]):
         """
         return self._all(False)
 
-    def backward_all(self) -> Iterator[KeyValue]:
+    def backward_all(self) -> KeyValueIterator:
         """``all`` in reverse order (Kafka's ``backwardAll``).
 
         Raises:
@@ -326,14 +342,14 @@ class _WindowStoreBase(Generic[V]):
 
     def _fetch_key(
         self, key: Any, time_from: Any, time_to: Any, reverse: bool
-    ) -> Iterator[KeyValue]:
+    ) -> KeyValueIterator:
         self._check_open()
         key = _checked_key(key, "key")
         time_from = _long(time_from, "time_from", minimum=-MAX_LONG - 1)
         time_to = _long(time_to, "time_to", minimum=-MAX_LONG - 1)
         actual_from = self._segments.actual_from(time_from)
         if time_to < actual_from:
-            return iter(())
+            return self._iterator(iter(()))
         rows = self._segments.range(
             lower_range_fixed_size(key, actual_from),
             upper_range_fixed_size(key, time_to),
@@ -341,7 +357,7 @@ class _WindowStoreBase(Generic[V]):
             time_to,
             reverse=reverse,
         )
-        return self._guard(self._values_of(rows, key, actual_from, time_to))
+        return self._iterator(self._values_of(rows, key, actual_from, time_to))
 
     def _values_of(
         self, rows: Iterable[tuple[bytes, bytes]], key: bytes, time_from: int, time_to: int
@@ -355,7 +371,7 @@ class _WindowStoreBase(Generic[V]):
 
     def _fetch_range(
         self, key_from: Any, key_to: Any, time_from: Any, time_to: Any, reverse: bool
-    ) -> Iterator[KeyValue]:
+    ) -> KeyValueIterator:
         self._check_open()
         key_from = None if key_from is None else _checked_key(key_from, "key_from")
         key_to = None if key_to is None else _checked_key(key_to, "key_to")
@@ -363,10 +379,10 @@ class _WindowStoreBase(Generic[V]):
         time_to = _long(time_to, "time_to", minimum=-MAX_LONG - 1)
         if key_from is not None and key_to is not None and key_from > key_to:
             _log.warning(INVALID_KEY_RANGE_WARNING)
-            return iter(())
+            return self._iterator(iter(()))
         actual_from = self._segments.actual_from(time_from)
         if time_to < actual_from:
-            return iter(())
+            return self._iterator(iter(()))
         rows = self._segments.range(
             None if key_from is None else lower_range(key_from),
             None if key_to is None else upper_range(key_to, time_to),
@@ -374,13 +390,13 @@ class _WindowStoreBase(Generic[V]):
             time_to,
             reverse=reverse,
         )
-        return self._guard(self._windowed(rows, key_from, key_to, actual_from, time_to))
+        return self._iterator(self._windowed(rows, key_from, key_to, actual_from, time_to))
 
-    def _all(self, reverse: bool) -> Iterator[KeyValue]:
+    def _all(self, reverse: bool) -> KeyValueIterator:
         self._check_open()
         actual_from = self._segments.actual_from(0)
         rows = self._segments.all(reverse=reverse)
-        return self._guard(self._windowed(rows, None, None, actual_from, MAX_LONG))
+        return self._iterator(self._windowed(rows, None, None, actual_from, MAX_LONG))
 
     def _windowed(
         self,
@@ -404,14 +420,13 @@ class _WindowStoreBase(Generic[V]):
         value: V = self._format.decode(raw)
         return value
 
-    def _guard(self, items: Iterator[KeyValue]) -> Iterator[KeyValue]:
-        """Stop iterating once the store is closed (Kafka closes open iterators with it)."""
-        while not self.closed:
-            try:
-                item = next(items)
-            except StopIteration:
-                return
-            yield item
+    def _iterator(self, items: Iterator[KeyValue]) -> KeyValueIterator:
+        """Kafka's iterator: it ends quietly once the store is closed (Kafka closes open
+        iterators with their store, and ``hasNext`` then answers false)."""
+        return KeyValueIterator(items, str(self._db.path), alive=self._is_open)
+
+    def _is_open(self) -> bool:
+        return not self.closed
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -639,27 +654,17 @@ def _configure(
     return retention, size, retain_duplicates, interval
 
 
+
+
+
+
+
 def _long(value: Any, name: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise InvalidOptionError(f"{name} must be an integer (ms), got {type(value).__name__}")
-    number = operator.index(value)
-    if not minimum <= number <= MAX_LONG:
-        what = "cannot be negative" if minimum == 0 and number < 0 else "is out of range"
-        raise InvalidOptionError(f"{name} {what}: got {number}")
-    return number
-
-
-def _checked_key(key: Any, name: str) -> bytes:
-    if isinstance(key, bytes):
-        return key
-    if isinstance(key, (bytearray, memoryview)):
-        return bytes(key)
-    if key is None:
-        raise InvalidOptionError(f"{name} cannot be None")
-    raise InvalidOptionError(f"{name} must be bytes, got {type(key).__name__}")
+    return checked_long(value, name, minimum, unit="ms")
 
 
 __all__ = [
+    "EXPIRED_SEGMENT_WARNING",
     "INVALID_KEY_RANGE_WARNING",
     "TimestampedWindowStore",
     "TimestampedWindowStoreWithHeaders",

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
 from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
-from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY, segment_prefix
+from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY
 from stores.session import (
     AggregationWithHeaders,
     SessionStore,
@@ -537,9 +537,14 @@ def test_lazy_migration_from_plain_store(tmp_path: Path) -> None:
         ]
         assert list(store.all()) == old
         assert list(store.fetch(None, None)) == old
-        assert store.fetch_session(b"b", 5, 20) == ValueAndHeaders(b"2")
         db = store.wrapped
-        assert len(list(db.range(cf=DEFAULT_CF))) == 3  # reads never migrate
+        assert len(list(db.range(cf=DEFAULT_CF))) == 3  # iterators never migrate
+        # fetch_session is Kafka's get: it migrates the session it reads (see
+        # test_session_kafka.py for the read-only case).
+        assert store.fetch_session(b"b", 5, 20) == ValueAndHeaders(b"2")
+        assert len(list(db.range(cf=DEFAULT_CF))) == 2
+        assert len(list(db.range(cf=SESSION_HEADERS_CF))) == 1
+        assert list(store.all()) == old
         # Writes: an overwrite moves the session, a new one lands in the new family, a removal
         # deletes from both.
         store.put(b"b", 5, 20, ValueAndHeaders(b"22", HEADERS))

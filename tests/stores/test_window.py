@@ -23,7 +23,6 @@ from stores.records import (
     ValueAndHeaders,
     ValueAndTimestamp,
     ValueTimestampHeaders,
-    Window,
     Windowed,
 )
 from stores.rocksdb_bytes import RocksDBBytesStore
