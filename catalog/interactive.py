@@ -37,6 +37,7 @@ from catalog.catalog import Catalog, StoreTable
 from catalog.local_cache import PartitionCache, default_cache_root
 from catalog.partitioner import partition_of
 from stores.errors import InvalidOptionError
+from stores.iterators import KeyValueIterator
 from stores.query import (
     FailureReason,
     Position,
@@ -203,8 +204,7 @@ class StateQueryResult:
         ]
         if len(found) > 1:
             raise QueryError(
-                f"The query did not return exactly one partition result: "
-                f"{self.get_partition_results()}"
+                f"The query did not return exactly one partition result: {self._results_text()}"
             )
         return found[0] if found else None
 
@@ -221,11 +221,14 @@ class StateQueryResult:
             merged.merge(result.get_position())
         return merged
 
+    def _results_text(self) -> str:
+        # Java's Map.toString: {0=SucceededQueryResult{...}, 1=...}
+        inner = ", ".join(f"{p}={r!r}" for p, r in self.get_partition_results().items())
+        return f"{{{inner}}}"
+
     def __repr__(self) -> str:
-        return (
-            f"StateQueryResult{{partitionResults={self.get_partition_results()}, "
-            f"globalResult={self._global_result}}}"
-        )
+        glob = "null" if self._global_result is None else repr(self._global_result)
+        return f"StateQueryResult{{partitionResults={self._results_text()}, globalResult={glob}}}"
 
 
 def query(catalog: Catalog, request: StateQueryRequest) -> StateQueryResult:
@@ -273,7 +276,8 @@ def query(catalog: Catalog, request: StateQueryRequest) -> StateQueryResult:
     store_class: type | None = None
     for partition in to_open:
         answer, store_class = _query_partition(
-            table, partition, snapshot, raw_query, bound, info, key_serde, value_serde
+            table, partition, snapshot, request.get_query(), raw_query, bound, info, key_serde,
+            value_serde,
         )
         result.add_result(partition, answer)
     assert store_class is not None
@@ -282,7 +286,7 @@ def query(catalog: Catalog, request: StateQueryRequest) -> StateQueryResult:
             answer = absent_result(
                 store_class, raw_query, bound,
                 position=_position(spec.name, partition, snapshot), partition=partition,
-                collect_execution_info=info,
+                collect_execution_info=info, described_as=request.get_query(),
             )
             result.add_result(partition, answer)
     return result
@@ -296,6 +300,7 @@ def _query_partition(
     table: StoreTable,
     partition: int,
     snapshot: int,
+    typed_query: Query,
     raw_query: Query,
     bound: PositionBound,
     info: bool,
@@ -314,9 +319,9 @@ def _query_partition(
         raw = store_query(
             store, raw_query, bound,
             position=_position(table.spec.name, partition, snapshot), partition=partition,
-            collect_execution_info=info,
+            collect_execution_info=info, described_as=typed_query,
         )
-        typed = _Typed(key_serde, value_serde)
+        typed = _Typed(key_serde, value_serde, f"{table.spec.name}[{partition}]@{snapshot}")
         if raw.is_success():
             raw = raw.with_result(typed.result(raw.get_result()))
         store_class = type(store)
@@ -327,6 +332,14 @@ def _query_partition(
             f"from {where}"
         )
     return raw, store_class
+
+
+def _replay(rows: list[Any], failure: Exception | None) -> Iterator[Any]:
+    """The rows read, then the error the store's iterator raised there (Kafka's iterator throws
+    at the entry it cannot return, e.g. a record with a negative timestamp)."""
+    yield from rows
+    if failure is not None:
+        raise failure
 
 
 def _serialize_key(serde: Serde, key: Any) -> bytes:
@@ -340,10 +353,23 @@ class _Typed:
 
     keys: Serde
     values: Serde
+    name: str  # names the partition snapshot in the iterator's errors
 
     def result(self, raw: Any) -> Any:
         if isinstance(raw, Iterator):
-            return iter([self.element(item) for item in raw])
+            # Read while the partition is open; handed back as Kafka's KeyValueIterator.
+            rows: list[Any] = []
+            failure: Exception | None = None
+            try:
+                for item in raw:
+                    rows.append(self.element(item))
+            except Exception as exc:  # noqa: BLE001 - re-raised where Kafka's iterator throws
+                failure = exc
+            finally:
+                close = getattr(raw, "close", None)
+                if close is not None:
+                    close()
+            return KeyValueIterator(_replay(rows, failure), self.name)
         return self.element(raw)
 
     def element(self, item: Any) -> Any:

@@ -20,11 +20,21 @@ adapter (Kafka's name): store wrapped -> served as        write keeps -> read gi
 ``TimestampedWindowStore`` -> ``...WithHeaders``
 ``PlainToHeadersWindowStoreAdapter``:                     value -> timestamp -1, empty
 ``WindowStore`` -> ``TimestampedWindowStoreWithHeaders``  headers
+``SessionToHeadersStoreAdapter``:                         aggregate -> empty headers
+``SessionStore`` -> ``SessionStoreWithHeaders``
 ========================================================  =================================
 
-Kafka has no adapter in the other direction (a header store served as a plain one), none for
-the plain-value-with-headers ``WindowStoreWithHeaders`` (KIP-1300, still a draft) and the session
-one (``SessionToHeadersStoreAdapter``) lives with the session stores.
+Kafka has no adapter in the other direction (a header store served as a plain one) and none for
+the plain-value-with-headers ``WindowStoreWithHeaders`` (KIP-1300, still a draft).
+``SessionToHeadersStoreAdapter`` (KIP-1271, with its iterator ``SessionToHeadersIteratorAdapter``,
+here :class:`MappingKeyValueIterator`) strips the headers of the ``ValueAndHeaders`` aggregate on
+``put`` and gives ``ValueAndHeaders(aggregate, ())`` on ``fetch_session`` and every iterator;
+``remove`` and lifecycle go straight to the store. (Kafka also refuses a non-persistent store;
+every store here is persistent.)
+
+Every adapter names the store family it serves (``query_family``), so IQv2
+(:func:`stores.query.query`) answers it as that store type, through the adapter's API; Kafka's
+adapters likewise sit under the metered store of the newer type, which handles the queries.
 
 Rules, as Kafka's:
 
@@ -52,10 +62,12 @@ from stores.key_value import KeyValueStore
 from stores.records import (
     UNKNOWN_TIMESTAMP,
     KeyValue,
+    ValueAndHeaders,
     ValueAndTimestamp,
     ValueTimestampHeaders,
 )
 from stores.rocksdb_bytes import RocksDBBytesStore
+from stores.session import SessionStore
 from stores.timestamped import TimestampedKeyValueStore
 from stores.window import TimestampedWindowStore, WindowStore
 
@@ -151,6 +163,15 @@ def _add_timestamp_and_headers(value: bytes) -> ValueTimestampHeaders[bytes]:
     return ValueTimestampHeaders(value, UNKNOWN_TIMESTAMP, ())
 
 
+def _strip_aggregate_headers(value: ValueAndHeaders[bytes] | None) -> bytes | None:
+    inner: bytes | None = _payload(value)
+    return inner
+
+
+def _add_aggregate_headers(value: bytes) -> ValueAndHeaders[bytes]:
+    return ValueAndHeaders(value, ())
+
+
 @dataclass(frozen=True)
 class _Conversion:
     """How one adapter converts: which store it wraps, which records it takes, both ways."""
@@ -166,6 +187,7 @@ class _Adapter:
     """What every adapter shares: the wrapped store, its checks, its lifecycle."""
 
     _conversion: ClassVar[_Conversion]
+    query_family: ClassVar[str]  # the store family IQv2 answers the adapter as
 
     def __init__(self, store: Any) -> None:
         conversion = self._conversion
@@ -335,6 +357,7 @@ class WindowToTimestampedWindowByteStoreAdapter(_WindowAdapter):
         InvalidOptionError: ``store`` is not a ``WindowStore``.
     """
 
+    query_family = "ts_window"
     _conversion = _Conversion(
         inner_type=WindowStore,
         value_type=ValueAndTimestamp,
@@ -353,6 +376,7 @@ class TimestampedToHeadersWindowStoreAdapter(_WindowAdapter):
         InvalidOptionError: ``store`` is not a ``TimestampedWindowStore``.
     """
 
+    query_family = "ts_window_headers"
     _conversion = _Conversion(
         inner_type=TimestampedWindowStore,
         value_type=ValueTimestampHeaders,
@@ -372,6 +396,7 @@ class PlainToHeadersWindowStoreAdapter(_WindowAdapter):
         InvalidOptionError: ``store`` is not a ``WindowStore``.
     """
 
+    query_family = "ts_window_headers"
     _conversion = _Conversion(
         inner_type=WindowStore,
         value_type=ValueTimestampHeaders,
@@ -512,6 +537,7 @@ class KeyValueToTimestampedKeyValueByteStoreAdapter(_KeyValueAdapter):
         InvalidOptionError: ``store`` is not a ``KeyValueStore``.
     """
 
+    query_family = "ts_kv"
     _conversion = _Conversion(
         inner_type=KeyValueStore,
         value_type=ValueAndTimestamp,
@@ -530,6 +556,7 @@ class TimestampedToHeadersStoreAdapter(_KeyValueAdapter):
         InvalidOptionError: ``store`` is not a ``TimestampedKeyValueStore``.
     """
 
+    query_family = "ts_kv_headers"
     _conversion = _Conversion(
         inner_type=TimestampedKeyValueStore,
         value_type=ValueTimestampHeaders,
@@ -549,6 +576,7 @@ class PlainToHeadersStoreAdapter(_KeyValueAdapter):
         InvalidOptionError: ``store`` is not a ``KeyValueStore``.
     """
 
+    query_family = "ts_kv_headers"
     _conversion = _Conversion(
         inner_type=KeyValueStore,
         value_type=ValueTimestampHeaders,
@@ -558,11 +586,159 @@ class PlainToHeadersStoreAdapter(_KeyValueAdapter):
     )
 
 
+# -- session stores ---------------------------------------------------------------------------
+
+
+class SessionToHeadersStoreAdapter(_Adapter):
+    """A plain ``SessionStore`` served as a ``SessionStoreWithHeaders`` (KIP-1271).
+
+    Writes keep the aggregate (headers are dropped; None, or a ``ValueAndHeaders`` around None,
+    removes the session, as Kafka's null aggregate does); reads give
+    ``ValueAndHeaders(aggregate, ())``. Methods and argument forms are ``stores.session``'s.
+
+    Raises:
+        InvalidOptionError: ``store`` is not a plain ``SessionStore``.
+    """
+
+    query_family = "session_headers"
+    _conversion = _Conversion(
+        inner_type=SessionStore,
+        value_type=ValueAndHeaders,
+        to_inner=_strip_aggregate_headers,
+        from_inner=_add_aggregate_headers,
+        refusal="provided store must be a plain SessionStore (without headers)",
+    )
+
+    def put(self, *args: Any, **kwargs: Any) -> None:
+        """``put(session_key: Windowed, value)`` or ``put(key, start, end, value)``; the value
+        (``ValueAndHeaders`` or None) loses its headers, None removes.
+
+        Raises:
+            InvalidOptionError: a wrong key, window, value or argument count.
+            StoreClosedError: the store is closed.
+        """
+        if "value" in kwargs:
+            kwargs["value"] = self._encode(kwargs["value"])
+        elif args:
+            args = (*args[:-1], self._encode(args[-1]))
+        self._store.put(*args, **kwargs)
+
+    def remove(self, *args: Any, **kwargs: Any) -> None:
+        """The store's ``remove`` (``remove(Windowed)`` or ``remove(key, start, end)``).
+
+        Raises:
+            InvalidOptionError: a wrong key, window or argument count.
+            StoreClosedError: the store is closed.
+        """
+        self._store.remove(*args, **kwargs)
+
+    def fetch_session(self, key: bytes, start: int, end: int) -> ValueAndHeaders[bytes] | None:
+        """The session's aggregate with empty headers, or None.
+
+        Raises:
+            InvalidOptionError: a wrong key or times.
+            StoreClosedError: the store is closed.
+        """
+        found: ValueAndHeaders[bytes] | None = self._decode(
+            self._store.fetch_session(key, start, end)
+        )
+        return found
+
+    def find_sessions(self, *args: Any, **kwargs: Any) -> MappingKeyValueIterator:
+        """The store's ``find_sessions`` (every form), aggregates with empty headers.
+
+        Raises:
+            InvalidOptionError: wrong keys, times or argument count.
+            StoreClosedError: the store is closed.
+        """
+        return self._map(self._store.find_sessions(*args, **kwargs))
+
+    def backward_find_sessions(self, *args: Any, **kwargs: Any) -> MappingKeyValueIterator:
+        """The store's ``backward_find_sessions``, aggregates with empty headers.
+
+        Raises:
+            InvalidOptionError: wrong keys, times or argument count.
+            StoreClosedError: the store is closed.
+        """
+        return self._map(self._store.backward_find_sessions(*args, **kwargs))
+
+    def find_sessions_by_end(
+        self, earliest_session_end: int, latest_session_end: int
+    ) -> MappingKeyValueIterator:
+        """The store's ``find_sessions_by_end``, aggregates with empty headers.
+
+        Raises:
+            InvalidOptionError: a time is not an integer.
+            StoreClosedError: the store is closed.
+        """
+        return self._map(
+            self._store.find_sessions_by_end(earliest_session_end, latest_session_end)
+        )
+
+    def fetch(self, *args: Any, **kwargs: Any) -> MappingKeyValueIterator:
+        """The store's ``fetch(key)`` / ``fetch(key_from, key_to)``, aggregates with empty
+        headers.
+
+        Raises:
+            InvalidOptionError: wrong keys or argument count.
+            StoreClosedError: the store is closed.
+        """
+        return self._map(self._store.fetch(*args, **kwargs))
+
+    def backward_fetch(self, *args: Any, **kwargs: Any) -> MappingKeyValueIterator:
+        """The store's ``backward_fetch``, aggregates with empty headers.
+
+        Raises:
+            InvalidOptionError: wrong keys or argument count.
+            StoreClosedError: the store is closed.
+        """
+        return self._map(self._store.backward_fetch(*args, **kwargs))
+
+    def all(self, *, reverse: bool = False) -> MappingKeyValueIterator:
+        """Every live session (the store's ``all``), aggregates with empty headers.
+
+        Raises:
+            StoreClosedError: the store is closed.
+        """
+        return self._map(self._store.all(reverse=reverse))
+
+    def backward_all(self) -> MappingKeyValueIterator:
+        """:meth:`all` in reverse order.
+
+        Raises:
+            StoreClosedError: the store is closed.
+        """
+        return self.all(reverse=True)
+
+    @property
+    def retention_ms(self) -> int:
+        """The store's retention."""
+        value: int = self._store.retention_ms
+        return value
+
+    @property
+    def segment_interval_ms(self) -> int:
+        """The store's segment interval."""
+        value: int = self._store.segment_interval_ms
+        return value
+
+    @property
+    def observed_stream_time(self) -> int:
+        """The store's observed stream time.
+
+        Raises:
+            StoreClosedError: the store is closed.
+        """
+        value: int = self._store.observed_stream_time
+        return value
+
+
 __all__ = [
     "KeyValueToTimestampedKeyValueByteStoreAdapter",
     "MappingKeyValueIterator",
     "PlainToHeadersStoreAdapter",
     "PlainToHeadersWindowStoreAdapter",
+    "SessionToHeadersStoreAdapter",
     "TimestampedToHeadersStoreAdapter",
     "TimestampedToHeadersWindowStoreAdapter",
     "WindowToTimestampedWindowByteStoreAdapter",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stores.errors import CorruptDataError, InvalidOptionError, UnsupportedQueryError
+from stores.iterators import KeyValueIterator
 from stores.query._checks import MAX_LONG, MIN_LONG
 from stores.query.position import Position, PositionBound, is_permitted
 from stores.query.queries import (
@@ -60,6 +61,11 @@ _BASIC = (KeyQuery, RangeQuery, WindowKeyQuery, WindowRangeQuery, VersionedKeyQu
 def store_family(store: Any) -> str | None:
     """The family name of a store object or class (``kv``, ``ts_window_headers``, ...)."""
     cls = store if isinstance(store, type) else type(store)
+    served = getattr(cls, "query_family", None)
+    if isinstance(served, str):
+        # A format adapter (stores.adapters) answers as the store type it serves, through that
+        # type's API, as Kafka's adapters sit under the metered store of the newer type.
+        return served
     for module_name, class_name, family in _STORE_CLASSES:
         try:
             module = importlib.import_module(module_name)
@@ -85,6 +91,7 @@ def query(
     position: Position | None = None,
     partition: int | None = None,
     collect_execution_info: bool = False,
+    described_as: Query | None = None,
 ) -> QueryResult:
     """Run ``query`` on an open bytes store as Kafka's ``StateStore#query`` does.
 
@@ -92,12 +99,16 @@ def query(
         store: an open store of this package (keys and values are bytes).
         query: a query whose keys and key bounds are bytes.
         position_bound: the position the store must have reached (default unbounded).
-        position: the store's position (default empty); set on every result.
+        position: the store's position (default empty); a copy is set on every result.
         partition: the store partition's number, to compare with the bound as Kafka does.
         collect_execution_info: record how the query was handled.
+        described_as: the query to name in failure messages (the catalog's typed query, as
+            Kafka's metered store names the typed one); default ``query``.
 
     Returns:
-        The result; iterators are lazy and valid while the store is open.
+        The result. Iterator results are ``stores.iterators.KeyValueIterator`` objects (Kafka's
+        ``KeyValueIterator``: ``has_next``, ``peek_next_key``, ``close``), lazy and valid while
+        the store is open; close them when done.
 
     Raises:
         InvalidOptionError: a key or bound is not bytes, or (multi-versioned) from > to.
@@ -105,7 +116,7 @@ def query(
     """
     return _answer(
         store, type(store), query, position_bound, position, partition, collect_execution_info,
-        lambda handler: handler.run(store, query),
+        lambda handler: handler.run(store, query), described_as,
     )
 
 
@@ -117,6 +128,7 @@ def absent_result(
     position: Position | None = None,
     partition: int | None = None,
     collect_execution_info: bool = False,
+    described_as: Query | None = None,
 ) -> QueryResult:
     """What :func:`query` returns from a store of ``store_class`` that lacks the query's key.
 
@@ -129,7 +141,9 @@ def absent_result(
     """
     return _answer(
         _Placeholder(store_class), store_class, query, position_bound, position, partition,
-        collect_execution_info, lambda handler: None if handler.single else iter(()),
+        collect_execution_info,
+        lambda handler: None if handler.single else KeyValueIterator(iter(()), store_class.__name__),
+        described_as,
     )
 
 
@@ -142,8 +156,10 @@ def _answer(
     partition: int | None,
     collect_execution_info: bool,
     produce: Callable[[_Handler], Any],
+    described_as: Query | None,
 ) -> QueryResult:
     start = time.perf_counter_ns()
+    shown = query if described_as is None else described_as
     bound = PositionBound.unbounded() if position_bound is None else position_bound
     here = Position.empty() if position is None else position
     _check_keys(query)
@@ -156,13 +172,13 @@ def _answer(
         if isinstance(query, MultiVersionedKeyQuery):
             _multi_bounds(query)
     if handler is None and not isinstance(query, _BASIC):
-        result = QueryResult.for_unknown_query_type(query, store)
+        result = QueryResult.for_unknown_query_type(shown, store)
     elif not is_permitted(here, bound, partition):
         result = QueryResult.not_up_to_bound(here, bound, partition)
     elif handler is None:
-        result = QueryResult.for_unknown_query_type(query, store)
+        result = QueryResult.for_unknown_query_type(shown, store)
     else:
-        wrong = _wrong_form(store, query, family)
+        wrong = _wrong_form(store, query, family, shown)
         if wrong is not None:
             result = wrong
         else:
@@ -171,19 +187,39 @@ def _answer(
             except InvalidOptionError:
                 raise
             except Exception as exc:  # Kafka turns every store exception into the result
+                # Kafka's parseStoreException: "<class> failed to handle query <q>:" + the trace.
                 answer = QueryResult.for_failure(
                     FailureReason.STORE_EXCEPTION,
-                    f"{type(exc).__name__} in {_class_name(store)} running {query!r}: {exc}",
+                    f"{_class_name(store)} failed to handle query {shown!r}:\n"
+                    f"{type(exc).__name__}: {exc}",
                 )
-            result = answer if isinstance(answer, QueryResult) else QueryResult.for_result(answer)
+            if isinstance(answer, QueryResult):
+                result = answer
+            else:
+                result = QueryResult.for_result(_as_iterator(answer, store_class))
     if collect_execution_info:
+        # Kafka's "Handled in <class> in <n>ns"; a partition answered without opening says so.
         how = "Answered for" if isinstance(store, _Placeholder) else "Handled in"
         tail = " without opening it" if isinstance(store, _Placeholder) else ""
         result.add_execution_info(
-            f"{how} {_class_name(store)} ({family}){tail} in {time.perf_counter_ns() - start}ns"
+            f"{how} {_class_name(store)}{tail} in {time.perf_counter_ns() - start}ns"
         )
     result.set_position(here.copy())
     return result
+
+
+def _as_iterator(answer: Any, store_class: type) -> Any:
+    """A many-valued answer as Kafka's ``KeyValueIterator``; closing it closes the store's."""
+    if answer is None or isinstance(answer, KeyValueIterator) or not isinstance(answer, Iterator):
+        return answer
+    return KeyValueIterator(_closing(answer), store_class.__name__)
+
+
+def _closing(source: Iterator[Any]) -> Iterator[Any]:
+    try:
+        yield from source
+    finally:
+        _close(source)
 
 
 def _check_keys(query: Query) -> None:
@@ -196,17 +232,17 @@ def _check_keys(query: Query) -> None:
             )
 
 
-def _wrong_form(store: Any, query: Query, family: str | None) -> QueryResult | None:
+def _wrong_form(store: Any, query: Query, family: str | None, shown: Query) -> QueryResult | None:
     """The failure Kafka gives for the form of a window range query a store does not take."""
     if not isinstance(query, _WindowRange) or family is None:
         return None
     if family.startswith("session") and query._key is None:
         return QueryResult.for_unknown_query_type(
-            query, store, " because SessionStores only support WindowRangeQuery.withKey"
+            shown, store, " because SessionStores only support WindowRangeQuery.withKey"
         )
     if "window" in family and query._key is not None:
         return QueryResult.for_unknown_query_type(
-            query, store,
+            shown, store,
             " because WindowStores only supports WindowRangeQuery.withWindowStartRange",
         )
     return None
@@ -218,8 +254,25 @@ def _wrong_form(store: Any, query: Query, family: str | None) -> QueryResult | N
 def _pairs(
     entries: Iterable[Any], convert: Callable[[Any], Any] | None = None
 ) -> Iterator[KeyValue]:
-    for key, value in entries:
-        yield KeyValue(key, value if convert is None else convert(value))
+    try:
+        for key, value in entries:
+            yield KeyValue(key, value if convert is None else convert(value))
+    finally:
+        _close(entries)
+
+
+def _records(entries: Iterable[Any], stamp: Callable[[Any, Any], int]) -> Iterator[ReadOnlyRecord]:
+    try:
+        for key, value in entries:
+            yield _checked_record(key, value, stamp(key, value))
+    finally:
+        _close(entries)
+
+
+def _close(entries: Any) -> None:
+    close = getattr(entries, "close", None)
+    if close is not None:
+        close()
 
 
 def _kv_range(store: Any, query: _Range) -> Iterator[tuple[Any, Any]]:
@@ -267,8 +320,7 @@ def _ts_key_record(store: Any, query: TimestampedKeyWithHeadersQuery) -> Any:
 
 
 def _ts_range_records(store: Any, query: _Range) -> Iterator[ReadOnlyRecord]:
-    for key, value in _kv_range(store, query):
-        yield _checked_record(key, value, value.timestamp)
+    return _records(_kv_range(store, query), lambda key, value: value.timestamp)
 
 
 def _unsupported_key(store: Any, query: Any) -> Any:
@@ -316,12 +368,12 @@ def _window_range(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], 
 
 def _window_key_records(store: Any, query: TimestampedWindowKeyWithHeadersQuery) -> Any:
     entries = store.fetch(query._key, query._key, query._time_from, query._time_to)
-    return (_checked_record(k, v, v.timestamp) for k, v in entries)
+    return _records(entries, lambda key, value: value.timestamp)
 
 
 def _window_range_records(store: Any, query: _WindowRange) -> Any:
     entries = store.fetch_all(query._time_from, query._time_to)
-    return (_checked_record(k, v, v.timestamp) for k, v in entries)
+    return _records(entries, lambda key, value: value.timestamp)
 
 
 def _session_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
@@ -333,7 +385,7 @@ def _session_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], A
 
 def _session_records(store: Any, query: _WindowRange) -> Any:
     # A session has no event time of its own: Kafka stamps its record with the session end.
-    return (_checked_record(k, v, k.window.end) for k, v in store.fetch(query._key))
+    return _records(store.fetch(query._key), lambda key, value: key.window.end)
 
 
 def _handlers() -> dict[tuple[str, type], _Handler]:

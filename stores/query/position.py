@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from stores.errors import InvalidOptionError
 from stores.query._checks import as_int, as_topic
+from stores.query._text import java
 
 
 class Position:
@@ -23,13 +24,16 @@ class Position:
         return Position()
 
     @staticmethod
-    def from_map(mapping: Mapping[str, Mapping[int, int]]) -> Position:
-        """A position holding a deep copy of ``{topic: {partition: offset}}``.
+    def from_map(mapping: Mapping[str, Mapping[int, int]] | None) -> Position:
+        """A position holding a deep copy of ``{topic: {partition: offset}}``; None gives an
+        empty position (as Kafka's ``fromMap(null)``).
 
         Raises:
             InvalidOptionError: a topic is not a str, or a partition or offset not an int.
         """
         position = Position()
+        if mapping is None:
+            return position
         for topic, partitions in mapping.items():
             position._position.setdefault(as_topic(topic), {})
             for partition, offset in partitions.items():
@@ -79,7 +83,8 @@ class Position:
         return isinstance(other, Position) and self._position == other._position
 
     def __repr__(self) -> str:
-        return f"Position{{position={self._position}}}"
+        # Kafka's toString: Position{position={topic={0=5}}}
+        return f"Position{{position={java(self._position)}}}"
 
 
 @dataclass(frozen=True, eq=False)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, is_dataclass, replace
 from typing import Any, TypeVar
 
 from stores.query._checks import millis, not_none
+from stores.query._text import java, optional, optional_instant
 from stores.query.results import ResultOrder
 
 Q = TypeVar("Q", bound="Query")
@@ -24,14 +25,26 @@ class Query:
             for name in ("_key", "_lower", "_upper")
             if hasattr(self, name)
         }
+        if not changes or not is_dataclass(self):
+            return self  # a query of the caller's own type (Kafka's custom Query) has no keys
         return replace(self, **changes)  # type: ignore[type-var]
 
     def routing_key(self) -> Any:
         """The key whose partition alone can hold the answer, or None."""
         return getattr(self, "_key", None)
 
+    def _fields(self) -> list[tuple[str, str]]:
+        """(name, Java-rendered value) pairs for ``repr``, in Kafka's field order."""
+        return []
 
-@dataclass(frozen=True)
+    def __repr__(self) -> str:
+        # Kafka's toString form (its failure messages quote the query), e.g.
+        # WindowRangeQuery{key=Optional[2], timeFrom=Optional.empty, timeTo=Optional.empty}
+        inner = ", ".join(f"{name}={value}" for name, value in self._fields())
+        return f"{type(self).__name__}{{{inner}}}"
+
+
+@dataclass(frozen=True, repr=False)
 class KeyQuery(Query):
     """One key's value (Kafka's ``KeyQuery``)."""
 
@@ -59,8 +72,11 @@ class KeyQuery(Query):
         """Whether to skip the cache."""
         return self._skip_cache
 
+    def _fields(self) -> list[tuple[str, str]]:
+        return [("key", java(self._key)), ("skipCache", java(self._skip_cache))]
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class TimestampedKeyQuery(Query):
     """One key's value and timestamp (Kafka's ``TimestampedKeyQuery``, KIP-992)."""
 
@@ -88,8 +104,11 @@ class TimestampedKeyQuery(Query):
         """Whether to skip the cache."""
         return self._skip_cache
 
+    def _fields(self) -> list[tuple[str, str]]:
+        return [("key", java(self._key)), ("skipCache", java(self._skip_cache))]
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class TimestampedKeyWithHeadersQuery(Query):
     """One key's record with headers (Kafka's ``TimestampedKeyWithHeadersQuery``, KIP-1356)."""
 
@@ -117,8 +136,11 @@ class TimestampedKeyWithHeadersQuery(Query):
         """Whether to skip the cache."""
         return self._skip_cache
 
+    def _fields(self) -> list[tuple[str, str]]:
+        return [("key", java(self._key)), ("skipCache", java(self._skip_cache))]
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class _Range(Query):
     """Key bounds (inclusive; None is open) and an order, shared by the range queries."""
 
@@ -158,14 +180,25 @@ class _Range(Query):
         """The requested order (``ANY`` is served ascending)."""
         return self._order
 
+    def is_key_ascending(self) -> bool:
+        """Whether keys come in ascending byte order (Kafka's older ``isKeyAscending``)."""
+        return self._order is not ResultOrder.DESCENDING
+
     def routing_key(self) -> Any:
         return None
+
+    def _fields(self) -> list[tuple[str, str]]:
+        return [
+            ("lower", optional(self._lower)),
+            ("upper", optional(self._upper)),
+            ("order", self._order.name),
+        ]
 
 
 R = TypeVar("R", bound=_Range)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RangeQuery(_Range):
     """A key range or a full scan (Kafka's ``RangeQuery``, KIP-805)."""
 
@@ -178,7 +211,7 @@ class RangeQuery(_Range):
         return self._upper
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TimestampedRangeQuery(_Range):
     """A range of values with timestamps (Kafka's ``TimestampedRangeQuery``, KIP-992)."""
 
@@ -191,7 +224,7 @@ class TimestampedRangeQuery(_Range):
         return self._upper
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TimestampedRangeWithHeadersQuery(_Range):
     """A range of records with headers (Kafka's ``TimestampedRangeWithHeadersQuery``)."""
 
@@ -204,7 +237,7 @@ class TimestampedRangeWithHeadersQuery(_Range):
         return self._upper
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class VersionedKeyQuery(Query):
     """One key's latest version, or the one valid at a time (Kafka's ``VersionedKeyQuery``)."""
 
@@ -237,8 +270,11 @@ class VersionedKeyQuery(Query):
         """The as-of time in epoch ms, or None for the latest version."""
         return self._as_of
 
+    def _fields(self) -> list[tuple[str, str]]:
+        return [("key", java(self._key)), ("asOfTimestamp", optional_instant(self._as_of))]
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class MultiVersionedKeyQuery(Query):
     """Every version of a key in a time range (Kafka's ``MultiVersionedKeyQuery``, KIP-968)."""
 
@@ -294,8 +330,16 @@ class MultiVersionedKeyQuery(Query):
         """The requested order (``ANY`` is served newest first)."""
         return self._order
 
+    def _fields(self) -> list[tuple[str, str]]:
+        return [
+            ("key", java(self._key)),
+            ("fromTime", optional_instant(self._from)),
+            ("toTime", optional_instant(self._to)),
+            ("order", self._order.name),
+        ]
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class WindowKeyQuery(Query):
     """One key's windows by window start (Kafka's ``WindowKeyQuery``, KIP-806)."""
 
@@ -328,8 +372,11 @@ class WindowKeyQuery(Query):
         """Upper window-start bound (inclusive)."""
         return self._time_to
 
+    def _fields(self) -> list[tuple[str, str]]:
+        return _window_fields(java(self._key), self._time_from, self._time_to)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class _WindowRange(Query):
     _key: Any = None
     _time_from: int | None = None
@@ -353,11 +400,22 @@ class _WindowRange(Query):
         """
         return cls(None, millis(time_from, "time_from"), millis(time_to, "time_to"))
 
+    def _fields(self) -> list[tuple[str, str]]:
+        return _window_fields(optional(self._key), self._time_from, self._time_to)
+
+
+def _window_fields(key: str, time_from: int | None, time_to: int | None) -> list[tuple[str, str]]:
+    return [
+        ("key", key),
+        ("timeFrom", optional_instant(time_from)),
+        ("timeTo", optional_instant(time_to)),
+    ]
+
 
 W = TypeVar("W", bound=_WindowRange)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class WindowRangeQuery(_WindowRange):
     """Kafka's ``WindowRangeQuery``: a window-start range (window stores) or a key (sessions)."""
 
@@ -374,7 +432,7 @@ class WindowRangeQuery(_WindowRange):
         return self._time_to
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TimestampedWindowKeyWithHeadersQuery(Query):
     """One key's windowed records with headers (Kafka's
     ``TimestampedWindowKeyWithHeadersQuery``, KIP-1356)."""
@@ -410,8 +468,11 @@ class TimestampedWindowKeyWithHeadersQuery(Query):
         """Upper window-start bound (inclusive)."""
         return self._time_to
 
+    def _fields(self) -> list[tuple[str, str]]:
+        return _window_fields(java(self._key), self._time_from, self._time_to)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class TimestampedWindowRangeWithHeadersQuery(_WindowRange):
     """Kafka's ``TimestampedWindowRangeWithHeadersQuery``: records with headers by window-start
     range (window stores) or by key (session stores)."""

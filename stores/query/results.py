@@ -6,6 +6,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from stores.errors import QueryError
+from stores.query._text import java, java_class
 from stores.query.position import Position, PositionBound
 
 if TYPE_CHECKING:
@@ -54,7 +55,11 @@ class QueryResult:
 
     @staticmethod
     def for_unknown_query_type(query: Query, store: Any, why: str = "") -> QueryResult:
-        """The store does not know how to run ``query``."""
+        """The store does not know how to run ``query`` (Kafka's message, word for word).
+
+        ``store`` is a store or a store class; ``why`` (``" because ..."``) is Kafka's reason
+        for the query forms a store refuses.
+        """
         return QueryResult.for_failure(
             FailureReason.UNKNOWN_QUERY_TYPE,
             f"This store ({_class_name(store)}) doesn't know how to execute the given query "
@@ -66,11 +71,22 @@ class QueryResult:
     def not_up_to_bound(
         position: Position, bound: PositionBound, partition: int | None
     ) -> QueryResult:
-        """The store has not reached ``bound``."""
-        where = "the store" if partition is None else f"store partition {partition}"
+        """The store has not reached ``bound`` (Kafka's ``QueryResult.notUpToBound``).
+
+        With a ``partition``, Kafka's "For store partition ..." message. Without one Kafka's store
+        has no context yet ("not initialized"); here a store-level query without a partition
+        compares every bounded partition, so the message names the position as well.
+        """
+        if partition is None:
+            return QueryResult.for_failure(
+                FailureReason.NOT_UP_TO_BOUND,
+                f"The store's current position {position!r} is not yet up to the bound "
+                f"{bound!r}",
+            )
         return QueryResult.for_failure(
             FailureReason.NOT_UP_TO_BOUND,
-            f"For {where}, the current position {position!r} is not yet up to the bound {bound!r}",
+            f"For store partition {partition}, the current position {position!r} is not yet up "
+            f"to the bound {bound!r}",
         )
 
     def add_execution_info(self, message: str) -> None:
@@ -139,12 +155,14 @@ class QueryResult:
         return copy
 
     def __repr__(self) -> str:
+        # Kafka's FailedQueryResult / SucceededQueryResult toString.
+        tail = f"executionInfo={java(self._execution_info)}, position={java(self._position)}}}"
         if self._failure is not None:
             return (
                 f"FailedQueryResult{{failureReason={self._failure[0].name}, "
-                f"failure={self._failure[1]!r}, position={self._position!r}}}"
+                f"failure='{self._failure[1]}', {tail}"
             )
-        return f"SucceededQueryResult{{result={self._result!r}, position={self._position!r}}}"
+        return f"SucceededQueryResult{{result={java(self._result)}, {tail}"
 
 
 class _Placeholder:
@@ -155,7 +173,10 @@ class _Placeholder:
 
 
 def _class_name(store: Any) -> str:
-    return store.cls.__name__ if isinstance(store, _Placeholder) else type(store).__name__
+    """Java's ``store.getClass()`` in messages: ``class stores.window.WindowStore``."""
+    if isinstance(store, _Placeholder):
+        return java_class(store.cls)
+    return java_class(store if isinstance(store, type) else type(store))
 
 
 __all__ = ["FailureReason", "QueryResult", "ResultOrder"]

@@ -195,7 +195,7 @@ def test_execution_info_is_recorded_when_enabled(catalog: Catalog) -> None:
     assert all(r.get_execution_info() == [] for r in plain.get_partition_results().values())
     info = _ask(catalog, KeyQuery.with_key("EUR"), enable_execution_info=())
     owner = info.get_partition_results()[_owner("EUR")].get_execution_info()
-    assert owner[0].startswith("Handled in KeyValueStore") and "at commit 1" in owner[1]
+    assert owner[0].startswith("Handled in class stores.key_value.KeyValueStore in ") and "at commit 1" in owner[1]
     other = info.get_partition_results()[(_owner("EUR") + 1) % 3].get_execution_info()
     assert other and "without opening" in other[0]
 

@@ -3,7 +3,7 @@
 
 Followed: Kafka's ``TimestampedToHeadersWindowStoreAdapterTest``,
 ``PlainToHeadersWindowStoreAdapterTest``, ``TimestampedToHeadersStoreAdapterTest`` and
-``PlainToHeadersStoreAdapterTest`` (strip on put, convert on every read, wrap every iterator,
+``PlainToHeadersStoreAdapterTest``, ``SessionToHeadersStoreAdapterTest`` (strip on put, convert on every read, wrap every iterator,
 refuse the wrong store, delegate lifecycle), plus a comparison of each adapter with the native
 store of the format it serves, on everything the wrapped store can keep.
 """
@@ -22,6 +22,7 @@ from stores.adapters import (
     MappingKeyValueIterator,
     PlainToHeadersStoreAdapter,
     PlainToHeadersWindowStoreAdapter,
+    SessionToHeadersStoreAdapter,
     TimestampedToHeadersStoreAdapter,
     TimestampedToHeadersWindowStoreAdapter,
     WindowToTimestampedWindowByteStoreAdapter,
@@ -31,11 +32,13 @@ from stores.key_value import KeyValueStore
 from stores.records import (
     UNKNOWN_TIMESTAMP,
     KeyValue,
+    ValueAndHeaders,
     ValueAndTimestamp,
     ValueTimestampHeaders,
     Window,
     Windowed,
 )
+from stores.session import SessionStore, SessionStoreWithHeaders
 from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from stores.window import (
     TimestampedWindowStore,
@@ -445,3 +448,130 @@ def test_kv_adapter_matches_native_store(tmp_path: Path, case_name: str) -> None
     finally:
         adapter.close()
         native.close()
+
+
+# -- SessionToHeadersStoreAdapter (Kafka's SessionToHeadersStoreAdapterTest) -----------------
+
+SESSION_KEY = Windowed(KEY, Window(10, 20))
+
+
+def vh(value: bytes, headers: Any = HEADERS) -> ValueAndHeaders[bytes]:
+    return ValueAndHeaders(value, headers)
+
+
+@pytest.fixture
+def session_adapter(tmp_path: Path) -> Iterator[SessionToHeadersStoreAdapter]:
+    adapter = SessionToHeadersStoreAdapter(SessionStore(tmp_path / "s", RETENTION, SEGMENT_INTERVAL))
+    yield adapter
+    adapter.close()
+
+
+def test_session_should_put_without_headers(session_adapter: SessionToHeadersStoreAdapter) -> None:
+    session_adapter.put(SESSION_KEY, vh(b"value"))
+    assert session_adapter.store.fetch_session(KEY, 10, 20) == b"value"  # raw aggregate kept
+    session_adapter.put(b"k2", 0, 5, vh(b"v2", ()))
+    session_adapter.put(key=b"k3", start=1, end=2, value=vh(b"v3"))
+    assert session_adapter.store.fetch_session(b"k2", 0, 5) == b"v2"
+    assert session_adapter.store.fetch_session(b"k3", 1, 2) == b"v3"
+
+
+def test_session_null_and_null_valued_aggregates_remove(
+    session_adapter: SessionToHeadersStoreAdapter,
+) -> None:
+    session_adapter.put(SESSION_KEY, vh(b"value"))
+    session_adapter.put(SESSION_KEY, None)
+    assert session_adapter.fetch_session(KEY, 10, 20) is None
+    session_adapter.put(SESSION_KEY, vh(b"value"))
+    session_adapter.put(SESSION_KEY, ValueAndHeaders(None, HEADERS))  # type: ignore[arg-type]
+    assert session_adapter.fetch_session(KEY, 10, 20) is None
+
+
+def test_session_fetch_session_adds_empty_headers(
+    session_adapter: SessionToHeadersStoreAdapter,
+) -> None:
+    session_adapter.put(SESSION_KEY, vh(b"value"))
+    assert session_adapter.fetch_session(KEY, 10, 20) == ValueAndHeaders(b"value", ())
+    assert session_adapter.fetch_session(KEY, 10, 21) is None
+
+
+def test_session_remove_delegates(session_adapter: SessionToHeadersStoreAdapter) -> None:
+    session_adapter.put(SESSION_KEY, vh(b"value"))
+    session_adapter.put(b"k2", 0, 5, vh(b"v2"))
+    session_adapter.remove(SESSION_KEY)
+    session_adapter.remove(b"k2", 0, 5)
+    assert list(session_adapter.store.all()) == []
+
+
+def test_session_should_wrap_every_iterator(session_adapter: SessionToHeadersStoreAdapter) -> None:
+    session_adapter.put(Windowed(b"a", Window(0, 5)), vh(b"1"))
+    session_adapter.put(Windowed(b"a", Window(10, 20)), vh(b"2"))
+    session_adapter.put(Windowed(b"b", Window(3, 8)), vh(b"3"))
+
+    def rows(*entries: tuple[bytes, int, int, bytes]) -> list[KeyValue]:
+        return [KeyValue(Windowed(k, Window(s, e)), ValueAndHeaders(v, ())) for k, s, e, v in entries]
+
+    a1, a2, b1 = (b"a", 0, 5, b"1"), (b"a", 10, 20, b"2"), (b"b", 3, 8, b"3")
+    calls: dict[str, tuple[Callable[[Any], Any], list[KeyValue]]] = {
+        "find_sessions(key)": (lambda s: s.find_sessions(b"a", 0, 20), rows(a1, a2)),
+        "find_sessions(key) narrowed": (lambda s: s.find_sessions(b"a", 6, 20), rows(a2)),
+        "backward_find_sessions(key)": (lambda s: s.backward_find_sessions(b"a", 0, 20), rows(a2, a1)),
+        "find_sessions(range)": (lambda s: s.find_sessions(b"a", b"z", 0, 20), rows(a1, a2, b1)),
+        "backward_find_sessions(range)": (
+            lambda s: s.backward_find_sessions(b"a", b"z", 0, 20), rows(a1, a2, b1)
+        ),
+        "fetch(key)": (lambda s: s.fetch(b"b"), rows(b1)),
+        "backward_fetch(key)": (lambda s: s.backward_fetch(b"a"), rows(a2, a1)),
+        "fetch(range)": (lambda s: s.fetch(b"a", b"b"), rows(a1, a2, b1)),
+        "backward_fetch(range)": (lambda s: s.backward_fetch(b"a", b"b"), rows(a1, a2, b1)),
+        "find_sessions_by_end": (lambda s: s.find_sessions_by_end(0, 8), rows(a1, b1)),
+    }
+    for name, (call, expected) in calls.items():
+        iterator = call(session_adapter)
+        assert isinstance(iterator, MappingKeyValueIterator), name
+        got = list(iterator)
+        # Same entries, in the plain store's own order, each with empty headers added.
+        assert got == [KeyValue(kv.key, ValueAndHeaders(kv.value, ())) for kv in call(session_adapter.store)], name
+        assert sorted(got, key=repr) == sorted(expected, key=repr), name
+    everything = list(session_adapter.all())
+    assert sorted(everything, key=repr) == sorted(rows(a1, a2, b1), key=repr)
+    assert list(session_adapter.backward_all()) == list(reversed(everything))
+    peeking = session_adapter.fetch(b"a")
+    assert peeking.has_next() and peeking.peek_next_key() == Windowed(b"a", Window(0, 5))
+    peeking.close()
+    with pytest.raises(StoreClosedError):
+        next(peeking)
+
+
+def test_session_properties_lifecycle_and_refusals(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s", RETENTION, SEGMENT_INTERVAL)
+    adapter = SessionToHeadersStoreAdapter(store)
+    assert adapter.retention_ms == RETENTION and adapter.segment_interval_ms == SEGMENT_INTERVAL
+    adapter.put(SESSION_KEY, vh(b"v"))
+    assert adapter.observed_stream_time == 20
+    assert adapter.wrapped is store.wrapped and adapter.store is store
+    with pytest.raises(InvalidOptionError, match="ValueAndHeaders"):
+        adapter.put(SESSION_KEY, b"raw")
+    assert not adapter.closed
+    with adapter:
+        pass
+    assert adapter.closed and store.closed
+    with pytest.raises(InvalidOptionError, match="plain SessionStore"):
+        SessionToHeadersStoreAdapter(SessionStoreWithHeaders(tmp_path / "h", RETENTION))
+    with pytest.raises(InvalidOptionError, match="plain SessionStore"):
+        SessionToHeadersStoreAdapter(KeyValueStore(tmp_path / "kv"))
+
+
+def test_session_adapter_matches_native_headers_store(tmp_path: Path) -> None:
+    adapter = SessionToHeadersStoreAdapter(SessionStore(tmp_path / "a", RETENTION, SEGMENT_INTERVAL))
+    native = SessionStoreWithHeaders(tmp_path / "n", RETENTION, SEGMENT_INTERVAL)
+    writes = [(b"a", 0, 5, vh(b"1", ())), (b"b", 3, 8, vh(b"2", ())), (b"a", 0, 5, None),
+              (b"c", 40_000, 41_000, vh(b"3", ())), (b"a", 70_000, 70_500, vh(b"4", ()))]
+    with adapter, native:
+        for key, start, end, value in writes:
+            adapter.put(key, start, end, value)
+            native.put(key, start, end, value)
+        assert list(adapter.all()) == list(native.all())
+        assert list(adapter.find_sessions(None, None, 0, 100_000)) == list(
+            native.find_sessions(None, None, 0, 100_000)
+        )
+        assert adapter.observed_stream_time == native.observed_stream_time

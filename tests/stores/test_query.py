@@ -540,7 +540,7 @@ def test_execution_info_only_when_asked(tmp_path: Path) -> None:
     with _kv(tmp_path / "kv") as store:
         assert query(store, KeyQuery.with_key(b"a")).get_execution_info() == []
         info = query(store, KeyQuery.with_key(b"a"), collect_execution_info=True).get_execution_info()
-        assert len(info) == 1 and info[0].startswith("Handled in KeyValueStore")
+        assert len(info) == 1 and info[0].startswith("Handled in class stores.key_value.KeyValueStore in ")
 
 
 def test_a_failing_store_gives_store_exception(tmp_path: Path) -> None:
