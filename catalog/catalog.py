@@ -396,12 +396,34 @@ class StoreTable:
 
 
 def headers_to_arrow(raw: pa.Array) -> pa.Array:
-    """KIP-1271 headersBytes per row to ``list<struct<key: string, value: binary>>``."""
-    rows = [
-        None if data is None else [{"key": k, "value": v} for k, v in decode_headers(data)]
-        for data in raw.to_pylist()
-    ]
-    return pa.array(rows, HEADERS_TYPE)
+    """KIP-1271 headersBytes per row to ``list<struct<key: string, value: binary>>``.
+
+    Built from flat key and value columns plus list offsets: rows without headers (the common
+    case) cost one offset each.
+    """
+    offsets = [0]
+    keys: list[str] = []
+    values: list[bytes | None] = []
+    nulls = []
+    for data in raw.to_pylist():
+        if data is None:
+            nulls.append(len(offsets) - 1)
+        elif data:
+            for key, value in decode_headers(data):
+                keys.append(key)
+                values.append(value)
+        offsets.append(len(keys))
+    entries = pa.StructArray.from_arrays(
+        [pa.array(keys, pa.string()), pa.array(values, pa.binary())],
+        fields=list(HEADERS_TYPE.value_type),
+    )
+    mask = None
+    if nulls:
+        flags = [False] * (len(offsets) - 1)
+        for row in nulls:
+            flags[row] = True
+        mask = pa.array(flags)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), entries, HEADERS_TYPE, mask=mask)
 
 
 def headers_from_arrow(column: pa.Array) -> pa.Array:

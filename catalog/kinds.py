@@ -292,9 +292,9 @@ def _versioned_params(given: dict[str, Any]) -> dict[str, Any]:
 
     if given.get("headers"):
         raise InvalidOptionError(
-            "option 'headers' is not supported for versioned stores yet "
-            "(KIP-1271's VersionedKeyValueStoreWithHeaders); headers are available for kinds "
-            "'timestamped', 'window' and 'session'"
+            "option 'headers' is true but Kafka has not shipped a versioned store with headers "
+            "(KIP-1271's VersionedKeyValueStoreWithHeaders is still an open pull request); "
+            "headers are available for kinds 'timestamped', 'window' and 'session'"
         )
     given = {k: v for k, v in given.items() if k != "headers"}
     _refuse_unknown("versioned", given, ("history_retention_ms", "segment_interval_ms"))
@@ -422,76 +422,33 @@ def _window_layout(params: dict[str, Any]) -> Layout:
     )
 
 
-def _wrap(params: dict[str, Any]) -> Callable[[bytes | None, int, bytes], Any]:
-    """How a changelog row's value becomes the value object of the kind's store class."""
-    from stores.headers_format import decode_headers
-    from stores.records import ValueAndHeaders, ValueAndTimestamp, ValueTimestampHeaders
-
-    timestamped, headers = bool(params.get("timestamped")), bool(params.get("headers"))
-    if timestamped and headers:
-        return lambda v, ts, h: None if v is None else ValueTimestampHeaders(v, ts, decode_headers(h))
-    if timestamped:
-        return lambda v, ts, h: None if v is None else ValueAndTimestamp(v, ts)
-    if headers:
-        return lambda v, ts, h: None if v is None else ValueAndHeaders(v, decode_headers(h))
-    return lambda v, ts, h: v
-
-
-def _unwrap(params: dict[str, Any]) -> Callable[[Any], tuple[bytes, int, bytes]]:
-    """The inverse of ``_wrap``: (value bytes, timestamp, headersBytes) of a stored value."""
-    from stores.headers_format import encode_headers
-
-    timestamped, headers = bool(params.get("timestamped")), bool(params.get("headers"))
-    if timestamped and headers:
-        return lambda o: (o.value, o.timestamp, encode_headers(o.headers))
-    if timestamped:
-        return lambda o: (o.value, o.timestamp, b"")
-    if headers:
-        return lambda o: (o.value, UNKNOWN_TIMESTAMP, encode_headers(o.headers))
-    return lambda o: (o, UNKNOWN_TIMESTAMP, b"")
-
-
 def _window_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
     table = _time_order(table, "window_start")
-    wrap = _wrap(params)
-    n = table.num_rows
-    stamps = table.column("timestamp").to_pylist() if params.get("timestamped") else [0] * n
-    headers = table.column(HEADERS).to_pylist() if params.get("headers") else [b""] * n
-    put = store.put
-    for key, value, start, ts, h in zip(
+    store.put_columns(
         table.column("key").to_pylist(),
         table.column("value").to_pylist(),
         table.column("window_start").to_pylist(),
-        stamps,
-        headers,
-    ):
-        put(key, wrap(value, ts, h), start)
+        table.column("timestamp").to_pylist() if params.get("timestamped") else None,
+        table.column(HEADERS).to_pylist() if params.get("headers") else None,
+    )
 
 
 def _window_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
     layout = _window_layout(params)
     schema = layout.raw_schema()
-    unwrap = _unwrap(params)
-    if scan.time_from is None and scan.time_to is None:
-        entries = store.all()
-    else:
-        entries = store.fetch_all(
-            0 if scan.time_from is None else scan.time_from,
-            2**63 - 1 if scan.time_to is None else scan.time_to,
-        )
-    timestamped, headers = bool(params.get("timestamped")), layout.headers
-
-    def rows() -> Iterator[tuple[Any, ...]]:
-        for windowed, stored in entries:
-            value, ts, h = unwrap(stored)
-            row: tuple[Any, ...] = (windowed.key, value, windowed.window.start, windowed.window.end)
-            if timestamped:
-                row += (None if ts == UNKNOWN_TIMESTAMP else ts,)
-            if headers:
-                row += (h,)
-            yield row
-
-    yield from _batches(rows(), schema)
+    timestamped = bool(params.get("timestamped"))
+    for chunk in store.scan_columns(BATCH_ROWS, scan.time_from, scan.time_to):
+        columns = [
+            pa.array(chunk[0], pa.binary()),
+            pa.array(chunk[1], pa.binary()),
+            pa.array(chunk[2], _TIME),
+            pa.array(chunk[3], _TIME),
+        ]
+        if timestamped:
+            columns.append(_known(chunk[4]))
+        if layout.headers:
+            columns.append(pa.array(chunk[-1], pa.binary()))
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 WINDOW = StoreKind(
@@ -538,36 +495,28 @@ def _session_layout(params: dict[str, Any]) -> Layout:
 
 def _session_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
     table = _time_order(table, "session_end")
-    wrap = _wrap({"headers": params.get("headers")})
-    n = table.num_rows
-    headers = table.column(HEADERS).to_pylist() if params.get("headers") else [b""] * n
-    put = store.put
-    for key, value, start, end, h in zip(
+    store.put_columns(
         table.column("key").to_pylist(),
         table.column("value").to_pylist(),
         table.column("session_start").to_pylist(),
         table.column("session_end").to_pylist(),
-        headers,
-    ):
-        put(key, start, end, wrap(value, UNKNOWN_TIMESTAMP, h))
+        table.column(HEADERS).to_pylist() if params.get("headers") else None,
+    )
 
 
 def _session_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
     layout = _session_layout(params)
-    unwrap = _unwrap({"headers": params.get("headers")})
-    lower = scan.time_from
-    upper = scan.time_to
-
-    def rows() -> Iterator[tuple[Any, ...]]:
-        for windowed, stored in store.all():
-            start = windowed.window.start
-            if (lower is not None and start < lower) or (upper is not None and start > upper):
-                continue
-            value, _, h = unwrap(stored)
-            row: tuple[Any, ...] = (windowed.key, value, start, windowed.window.end)
-            yield row + ((h,) if layout.headers else ())
-
-    yield from _batches(rows(), layout.raw_schema())
+    schema = layout.raw_schema()
+    for chunk in store.scan_columns(BATCH_ROWS, scan.time_from, scan.time_to):
+        columns = [
+            pa.array(chunk[0], pa.binary()),
+            pa.array(chunk[1], pa.binary()),
+            pa.array(chunk[2], _TIME),
+            pa.array(chunk[3], _TIME),
+        ]
+        if layout.headers:
+            columns.append(pa.array(chunk[4], pa.binary()))
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 SESSION = StoreKind(

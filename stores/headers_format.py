@@ -169,7 +169,58 @@ def convert_from_plain_to_header_format(value: bytes) -> bytes:
     return EMPTY_HEADERS_PREFIX + encode_timestamped(value, UNKNOWN_TIMESTAMP)
 
 
+
+#: ``varint(n)`` for the sizes that fit one byte (zig-zag: ``n << 1`` below 64).
+_SMALL_SIZES = [bytes((n << 1,)) for n in range(64)]
+
+
+def headed_column(
+    payloads: list[bytes | None], headers: list[bytes | None]
+) -> list[bytes | None]:
+    """``[varint hsize][headersBytes][payload]`` per row (None payloads stay None); an empty
+    or None ``headersBytes`` is the one-byte prefix ``00``, as for empty headers.
+
+    Raises:
+        TypeError: a payload or headersBytes is not bytes.
+    """
+    small = _SMALL_SIZES
+    return [
+        None if p is None
+        else (small[len(h)] + h + p if len(h) < 64 else with_headers(h, p)) if h
+        else small[0] + p
+        for p, h in zip(payloads, headers)
+    ]
+
+
+def split_headers_column(raws: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    """``(headersBytes, payloads)`` of header-aware stored values, headers not parsed.
+
+    Raises:
+        CorruptDataError: a value's headers size is bad or overruns it.
+    """
+    headers: list[bytes] = []
+    payloads: list[bytes] = []
+    add_headers, add_payload = headers.append, payloads.append
+    for raw in raws:
+        first = raw[0] if raw else 0x80
+        if first == 0:  # the common case: no headers, nothing to parse
+            add_headers(b"")
+            add_payload(raw[1:])
+        elif first < 0x80 and not first & 1 and (first >> 1) < len(raw):
+            # A one-byte size (below 64 bytes of headers) that fits: sliced inline.
+            end = 1 + (first >> 1)
+            add_headers(raw[1:end])
+            add_payload(raw[end:])
+        else:
+            h, p = split_headers(raw)
+            add_headers(h)
+            add_payload(p)
+    return headers, payloads
+
+
 __all__ = [
+    "headed_column",
+    "split_headers_column",
     "EMPTY_HEADERS_PREFIX",
     "convert_from_plain_to_header_format",
     "convert_to_header_format",

@@ -56,19 +56,36 @@ Public API (stable; :mod:`stores.session` builds on it)::
         .min_live_segment_id() -> int
         .actual_from(time_from) -> int                    # max(time_from, stream - retention + 1)
         .put(key, value | None, timestamp) -> bool
+        .put_many(keys, values, timestamps) -> int       # bulk put; returns the rows dropped
         .remove(key, timestamp) -> None
         .get(key, timestamp) -> bytes | None
         .range(lower, upper, time_from, time_to, *, reverse=False) -> Iterator[(key, value)]
         .all(*, reverse=False) -> Iterator[(key, value)]
         .segment_ids() -> list[int]                       # ids holding rows, ascending
+        .scan_columns(time_from, time_to, *, batch_rows, key_order=False, prefixed=False)
+            -> Iterator[(keys, values)]                   # bulk range/all, as column lists
+    check_same_length, checked_bytes_column, checked_optional_bytes_column,
+    checked_long_column                                   # argument checks of bulk paths
+
+Bulk paths (the catalog's materialization and full scans): ``put_many`` has exactly the
+effect of ``put`` called row by row in order (stream time advancing record by record, rows of
+segments expired when they arrive dropped, rows expired by a later row of the same call gone),
+staged as a few list writes instead of one Python call per row; ``scan_columns`` yields the
+rows of ``range(None, None, time_from, time_to)`` (or, with ``key_order``, those rows merged
+into raw-key order across segments) as ``(keys, values)`` lists from a bare RocksDB iterator.
 """
 
 from __future__ import annotations
 
 import heapq
+import operator
 import struct
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
+from itertools import accumulate, islice
+from typing import Any
 
+from stores.checks import checked_bytes, checked_long, checked_optional_bytes
 from stores.errors import CorruptDataError, InvalidOptionError
 from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
 
@@ -81,6 +98,7 @@ MAX_TIMESTAMP = 2**63 - 1
 PREFIX_SIZE = 8
 
 _LONG = struct.Struct(">q")
+_OPTIONAL_BYTES = {bytes, type(None)}
 
 #: A converter from a legacy value layout to the current one.
 Converter = Callable[[bytes], bytes]
@@ -238,6 +256,104 @@ class SegmentedBytesStore:
         for cf, _ in self._active_legacy:
             self.db.delete(physical, cf)
 
+    def put_many(
+        self,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+        timestamps: Sequence[int],
+        *,
+        key_suffixes: Sequence[bytes] | None = None,
+    ) -> int:
+        """Exactly ``put(keys[i], values[i], timestamps[i])`` for each ``i`` in order, staged
+        in bulk.
+
+        Stream time advances row by row, so a row is dropped if its segment is expired when it
+        arrives; a row written but expired by a later row of the same call is gone too, and
+        the last write of a key wins. Nothing is staged unless every timestamp is valid.
+
+        Keys are raw (without the segment prefix) and values bytes or None (a delete): the
+        caller has checked their types. With ``key_suffixes`` the raw key is ``keys[i] +
+        key_suffixes[i]`` (one concatenation per row fewer for callers that append one).
+
+        Returns:
+            How many rows were dropped as expired on arrival (``put`` returning False).
+
+        Raises:
+            InvalidOptionError: a timestamp is negative or not an integer, or the sequences
+                differ in length.
+        """
+        if not len(keys) == len(values) == len(timestamps) or (
+            key_suffixes is not None and len(key_suffixes) != len(keys)
+        ):
+            raise InvalidOptionError(
+                "keys, values, timestamps (and key suffixes) must have the same length"
+            )
+        if not keys:
+            return 0
+        types = set(map(type, timestamps))
+        if types != {int}:  # bools and floats are refused, as by put's callers
+            wrong = next(t for t in types if t is not int)
+            raise InvalidOptionError(
+                f"a segment timestamp must be an integer, got {wrong.__name__}"
+            )
+        earliest, latest = min(timestamps), max(timestamps)
+        _check_timestamp(earliest)
+        if latest > MAX_TIMESTAMP:
+            raise InvalidOptionError(f"a segment timestamp must be at most 2**63-1, got {latest}")
+        interval = self.segment_interval_ms
+        previous = self.observed_stream_time
+        current = max(previous, latest)
+        final_live = self.min_live_segment_id(current)
+        # put expires on its first call, then whenever the first live segment moves; the last
+        # expiry of this call (if any) is at the final first live segment, and it removes every
+        # earlier write below it.
+        expires = self._expired_below is None or final_live > self._expired_below
+        sids = [t // interval for t in timestamps]
+        dropped = 0
+        if earliest // interval < final_live:
+            # Some rows are dropped, or expired by a later row: follow stream time row by row.
+            retention = self.retention_ms
+            stream = islice(accumulate(timestamps, max, initial=previous), 1, None)
+            live = [segment_id(time - retention, interval) for time in stream]
+            dropped = sum(1 for sid, low in zip(sids, live) if sid < low)
+            if expires:
+                keep = [i for i, sid in enumerate(sids) if sid >= final_live]
+            else:
+                keep = [i for i, (sid, low) in enumerate(zip(sids, live)) if sid >= low]
+            keys = [keys[i] for i in keep]
+            values = [values[i] for i in keep]
+            sids = [sids[i] for i in keep]
+            if key_suffixes is not None:
+                key_suffixes = [key_suffixes[i] for i in keep]
+        pack = _LONG.pack
+        # Rows fall in few segments: one prefix each, looked up rather than packed per row.
+        prefixes = {sid: pack(sid) for sid in set(sids)}
+        if key_suffixes is None:
+            physical = [prefixes[sid] + key for sid, key in zip(sids, keys)]
+        else:
+            physical = [
+                prefixes[sid] + key + suffix for sid, key, suffix in zip(sids, keys, key_suffixes)
+            ]
+        # RocksDB applies a batch of ascending keys several times faster. A stable sort keeps
+        # the writes of one key in call order (the last still wins); writes of different keys
+        # commute.
+        order = sorted(range(len(physical)), key=physical.__getitem__)
+        physical = [physical[i] for i in order]
+        values = [values[i] for i in order]
+        if current != previous:
+            self.db.put(STREAM_TIME_KEY, pack(current), self.meta_cf)
+        if expires:
+            # Before the writes: the range tombstone then has fewer staged writes to mask, and
+            # every row kept lies at or above it.
+            self._expire_below(final_live)
+            self._expired_below = final_live
+        self.db.put_many(physical, values, self.data_cf)
+        if self._active_legacy:
+            gone = [None] * len(physical)
+            for cf, _ in self._active_legacy:
+                self.db.put_many(physical, gone, cf)
+        return dropped
+
     def _expire_below(self, min_live: int) -> None:
         if min_live <= 0:
             return
@@ -305,6 +421,67 @@ class SegmentedBytesStore:
             sid = self._next_segment(sid + 1, None, forward=True)
         return ids
 
+    def scan_columns(
+        self,
+        time_from: int = 0,
+        time_to: int = MAX_TIMESTAMP,
+        *,
+        batch_rows: int = 1 << 16,
+        key_order: bool = False,
+        prefixed: bool = False,
+    ) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """The rows of ``range(None, None, time_from, time_to)`` as ``(keys, values)`` lists of
+        up to ``batch_rows`` (keys without the segment prefix, or with it if ``prefixed``: a
+        caller that slices keys anyway saves a pass): the bulk scan.
+
+        Forward order: segments oldest first, keys ascending in each; with ``key_order``, the
+        rows of all those segments merged into raw-key order instead (stable: on equal keys
+        the older segment first), as a session store's ``all`` returns them.
+
+        Raises:
+            InvalidOptionError: ``batch_rows`` is not a positive integer, or both ``prefixed``
+                and ``key_order`` are asked for.
+        """
+        if type(batch_rows) is not int or batch_rows < 1:
+            raise InvalidOptionError(f"batch_rows must be a positive integer, got {batch_rows!r}")
+        if prefixed and key_order:
+            raise InvalidOptionError("scan_columns: key_order merges unprefixed keys only")
+        low_sid = max(self.segment_id(max(time_from, 0)), self.min_live_segment_id(), 0)
+        high_sid = self.segment_id(time_to)
+        if time_to < 0 or high_sid < low_sid:
+            return iter(())
+        if self._active_legacy:
+            # Rare (a store mid-migration): the merging iterators, chunked.
+            rows: Iterator[tuple[bytes, bytes]]
+            if key_order:
+                streams = [
+                    self._span(segment_prefix(sid), _after(sid), False)
+                    for sid in self._live_ids(low_sid, high_sid)
+                ]
+                rows = heapq.merge(*streams, key=operator.itemgetter(0))
+            else:
+                rows = self._physical_span(segment_prefix(low_sid), _after(high_sid), False)
+                if not prefixed:
+                    rows = ((key[PREFIX_SIZE:], value) for key, value in rows)
+            return _chunked(rows, batch_rows)
+        if not key_order:
+            batches = self.db.scan_columns(
+                segment_prefix(low_sid), _after(high_sid), self.data_cf, batch_rows=batch_rows
+            )
+            return batches if prefixed else _unprefixed(batches)
+        cursors = [
+            _unprefixed(
+                self.db.scan_columns(
+                    segment_prefix(sid), _after(sid), self.data_cf, batch_rows=batch_rows
+                )
+            )
+            for sid in self._live_ids(low_sid, high_sid)
+        ]
+        return _merge_columns(cursors, batch_rows)
+
+    def _live_ids(self, low_sid: int, high_sid: int) -> list[int]:
+        return [sid for sid in self.segment_ids() if low_sid <= sid <= high_sid]
+
     # -- iteration helpers --------------------------------------------------------------------
 
     def _families(self) -> list[tuple[str, Converter | None]]:
@@ -313,12 +490,17 @@ class SegmentedBytesStore:
     def _span(
         self, start: bytes, end: bytes | None, reverse: bool
     ) -> Iterator[tuple[bytes, bytes]]:
+        for physical, value in self._physical_span(start, end, reverse):
+            yield physical[PREFIX_SIZE:], value
+
+    def _physical_span(
+        self, start: bytes, end: bytes | None, reverse: bool
+    ) -> Iterator[tuple[bytes, bytes]]:
         streams = [
             _converted(self.db.range(start, end, cf, reverse=reverse), convert)
             for cf, convert in self._families()
         ]
-        for physical, value in _merge(streams, reverse):
-            yield physical[PREFIX_SIZE:], value
+        return _merge(streams, reverse)
 
     def _by_segment(
         self,
@@ -362,6 +544,56 @@ class SegmentedBytesStore:
         return min(found) if forward else max(found)
 
 
+# -- column checks (the bulk paths of the stores built on this layer) ---------------------------
+
+
+def check_same_length(method: str, columns: Sequence[Sequence[Any]]) -> None:
+    """Refuse columns of different lengths.
+
+    Raises:
+        InvalidOptionError: they differ (the message gives every length).
+    """
+    lengths = {len(column) for column in columns}
+    if len(lengths) > 1:
+        shown = ", ".join(str(len(column)) for column in columns)
+        raise InvalidOptionError(f"{method} needs columns of one length, got {shown}")
+
+
+def checked_bytes_column(items: Sequence[Any], name: str) -> list[bytes]:
+    """``items`` as a list of bytes (the common all-bytes case costs one pass).
+
+    Raises:
+        InvalidOptionError: an item is not bytes-like.
+    """
+    if set(map(type, items)) <= {bytes}:
+        return list(items)
+    return [checked_bytes(item, f"an item of {name}") for item in items]
+
+
+def checked_optional_bytes_column(items: Sequence[Any], name: str) -> list[bytes | None]:
+    """``items`` as a list of bytes or None.
+
+    Raises:
+        InvalidOptionError: an item is neither bytes-like nor None.
+    """
+    if set(map(type, items)) <= _OPTIONAL_BYTES:
+        return list(items)
+    return [checked_optional_bytes(item, f"an item of {name}") for item in items]
+
+
+def checked_long_column(items: Sequence[Any], name: str, minimum: int) -> list[int]:
+    """``items`` as Java longs ``>= minimum`` (bools refused, as the per-row methods do).
+
+    Raises:
+        InvalidOptionError: an item is not an integer or out of range.
+    """
+    if set(map(type, items)) <= {int} and (
+        not items or (min(items) >= minimum and max(items) <= MAX_TIMESTAMP)
+    ):
+        return list(items)
+    return [checked_long(item, f"an item of {name}", minimum, unit="ms") for item in items]
+
+
 def _check_timestamp(timestamp: int) -> None:
     if timestamp < 0:
         raise InvalidOptionError(f"a segment timestamp cannot be negative, got {timestamp}")
@@ -378,6 +610,78 @@ def _converted(
     if convert is None:
         return rows
     return ((key, convert(value)) for key, value in rows)
+
+
+def _chunked(
+    rows: Iterator[tuple[bytes, bytes]], batch_rows: int
+) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    while True:
+        chunk = list(islice(rows, batch_rows))
+        if not chunk:
+            return
+        yield [key for key, _ in chunk], [value for _, value in chunk]
+
+
+def _unprefixed(
+    batches: Iterator[tuple[list[bytes], list[bytes]]],
+) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    for keys, values in batches:
+        yield [key[PREFIX_SIZE:] for key in keys], values
+
+
+def _merge_columns(
+    cursors: list[Iterator[tuple[list[bytes], list[bytes]]]], batch_rows: int
+) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    """Merge column batches, each stream sorted by key, into key order (stable: on equal keys
+    the earlier stream first).
+
+    Each round takes, from every stream, the rows up to the smallest last key of the streams'
+    current batches (none of them can be preceded by a row not yet read), sorts them (timsort
+    merges the sorted runs) and emits them; at least one batch is used up per round.
+    """
+    heads: list[list[Any]] = []
+    for cursor in cursors:
+        batch = _next_batch(cursor)
+        if batch is not None:
+            heads.append([batch[0], batch[1], 0, cursor])
+    while len(heads) > 1:
+        frontier = min(head[0][-1] for head in heads)
+        rows: list[tuple[bytes, bytes]] = []
+        for head in heads:
+            keys, values, pos, _ = head
+            stop = bisect_right(keys, frontier, pos)
+            rows.extend(zip(keys[pos:stop], values[pos:stop]))
+            head[2] = stop
+        rows.sort(key=operator.itemgetter(0))
+        for start in range(0, len(rows), batch_rows):
+            chunk = rows[start : start + batch_rows]
+            yield [key for key, _ in chunk], [value for _, value in chunk]
+        refilled = []
+        for head in heads:
+            keys, values, pos, cursor = head
+            if pos < len(keys):
+                refilled.append(head)
+                continue
+            batch = _next_batch(cursor)
+            if batch is not None:
+                refilled.append([batch[0], batch[1], 0, cursor])
+        heads = refilled
+    if heads:
+        keys, values, pos, cursor = heads[0]
+        if pos:
+            keys, values = keys[pos:], values[pos:]
+        yield keys, values
+        yield from cursor
+
+
+def _next_batch(
+    cursor: Iterator[tuple[list[bytes], list[bytes]]],
+) -> tuple[list[bytes], list[bytes]] | None:
+    """The next non-empty batch of ``cursor``, or None at its end."""
+    for batch in cursor:
+        if batch[0]:
+            return batch
+    return None
 
 
 def _merge(
@@ -408,6 +712,10 @@ __all__ = [
     "STREAM_TIME_KEY",
     "Converter",
     "SegmentedBytesStore",
+    "check_same_length",
+    "checked_bytes_column",
+    "checked_long_column",
+    "checked_optional_bytes_column",
     "segment_id",
     "segment_prefix",
 ]

@@ -34,7 +34,11 @@ from __future__ import annotations
 import struct
 
 from stores.errors import CorruptDataError
-from stores.headers_format import convert_to_header_format, decode_with_headers, encode_with_headers
+from stores.headers_format import (
+    convert_to_header_format,
+    decode_with_headers,
+    encode_with_headers,
+)
 from stores.records import Headers, ValueAndHeaders
 
 #: Kafka's ``RocksDBMigratingSessionStoreWithHeaders`` column family of header-aware values.
@@ -48,6 +52,7 @@ MAX_LONG = 2**63 - 1
 MIN_LONG = -(2**63)
 
 _SUFFIX = struct.Struct(">qq")
+_LONG = struct.Struct(">q")
 #: The largest suffix a stored session can have: windows never have negative times (Kafka's
 #: ``Window`` refuses a negative start, and the end is not before the start).
 _MAX_SUFFIX = _SUFFIX.pack(MAX_LONG, MAX_LONG)
@@ -71,6 +76,40 @@ def decode_session_key(binary: bytes) -> tuple[bytes, int, int]:
         )
     end, start = _SUFFIX.unpack_from(binary, len(binary) - SUFFIX_SIZE)
     return binary[:-SUFFIX_SIZE], start, end
+
+
+def session_key_suffixes(starts: list[int], ends: list[int]) -> list[bytes]:
+    """The ``[end][start]`` suffixes of binary session keys (:func:`encode_session_key` is
+    ``key + suffix``).
+
+    Raises:
+        struct.error: a time is out of range.
+    """
+    pack = _SUFFIX.pack
+    return [pack(end, start) for start, end in zip(starts, ends)]
+
+
+def decode_session_key_column(binaries: list[bytes]) -> tuple[list[bytes], list[int], list[int]]:
+    """``(keys, starts, ends)`` of binary session keys (:func:`decode_session_key` per row).
+
+    Raises:
+        CorruptDataError: a binary key is shorter than the two timestamps.
+    """
+    sizes = set(map(len, binaries))
+    if sizes and min(sizes) < SUFFIX_SIZE:
+        raise CorruptDataError(f"a session key needs at least {SUFFIX_SIZE} bytes")
+    if len(sizes) == 1:
+        # Keys of one size (the usual case): the times come out of one C-level unpack.
+        (size,) = sizes
+        layout = struct.Struct(f">{size - SUFFIX_SIZE}xqq")
+        times = list(layout.iter_unpack(b"".join(binaries)))
+        ends = [end for end, _ in times]
+        starts = [start for _, start in times]
+    else:
+        unpack = _LONG.unpack_from
+        ends = [unpack(binary, len(binary) - SUFFIX_SIZE)[0] for binary in binaries]
+        starts = [unpack(binary, len(binary) - TIMESTAMP_SIZE)[0] for binary in binaries]
+    return [binary[:-SUFFIX_SIZE] for binary in binaries], starts, ends
 
 
 def session_end(binary: bytes) -> int:
@@ -148,11 +187,13 @@ __all__ = [
     "TIMESTAMP_SIZE",
     "convert_plain_value",
     "decode_session_key",
+    "decode_session_key_column",
     "decode_with_headers_value",
     "encode_session_key",
     "encode_with_headers_value",
     "lower_bound",
     "session_end",
+    "session_key_suffixes",
     "single_key_bounds",
     "upper_bound",
 ]

@@ -22,6 +22,11 @@ TimestampedWindowStoreWithHeaders  [hsize][headers][ts 8][v]    ``keyValueWithTi
 
 ``hsize`` is a varint (Kafka's ``ByteUtils.writeVarint``), ``ts`` an 8-byte BE long.
 
+Each format also encodes and decodes whole columns (the stores' ``put_columns`` /
+``scan_columns``): values as bytes, timestamps as ints, headers as KIP-1271 ``headersBytes``
+(stored as given; an empty or None item is no headers), with the same bytes as the per-value
+encoders produce.
+
 Older layouts are read lazily from the families of the stores they came from (Kafka's
 ``DualColumnFamilyAccessor``), converted as Kafka converts them:
 
@@ -50,8 +55,15 @@ from stores.headers_format import (
     convert_to_header_format,
     decode_with_headers,
     encode_with_headers,
+    headed_column,
+    split_headers_column,
 )
-from stores.records import ValueAndHeaders, ValueAndTimestamp, ValueTimestampHeaders, Window
+from stores.records import (
+    ValueAndHeaders,
+    ValueAndTimestamp,
+    ValueTimestampHeaders,
+    Window,
+)
 from stores.rocksdb_bytes import DEFAULT_CF
 from stores.segments import Converter
 from stores.timestamped_format import (
@@ -77,6 +89,15 @@ SEQNUM_KEY = b"windowSequenceNumber"
 
 _SUFFIX = struct.Struct(">qi")
 _INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+
+#: Columns of raw values: ``(values, timestamps or None, headersBytes or None) -> raws``.
+ColumnEncoder = Callable[
+    [list[bytes | None], list[int] | None, list[bytes | None] | None], list[bytes | None]
+]
+#: Raw values to the value columns: ``(values,)``, ``(values, timestamps)``,
+#: ``(values, headersBytes)`` or ``(values, timestamps, headersBytes)``.
+ColumnDecoder = Callable[[list[bytes]], tuple[list[Any], ...]]
 
 
 # -- keys -------------------------------------------------------------------------------------
@@ -97,6 +118,44 @@ def decode_window_key(raw: bytes) -> tuple[bytes, int, int]:
         raise CorruptDataError(f"a window store key needs at least {SUFFIX_SIZE} bytes")
     start, seqnum = _SUFFIX.unpack_from(raw, len(raw) - SUFFIX_SIZE)
     return raw[:-SUFFIX_SIZE], start, seqnum
+
+
+def window_key_suffixes(
+    window_starts: list[int], seqnums: list[int] | None = None
+) -> list[bytes]:
+    """The ``[window start][seqnum]`` suffixes of store keys (:func:`encode_window_key` is
+    ``key + suffix``; sequence number 0 without ``seqnums``).
+
+    Raises:
+        struct.error: a start or sequence number is out of range.
+    """
+    pack = _SUFFIX.pack
+    if seqnums is None:
+        return [pack(start, 0) for start in window_starts]
+    return [pack(start, seq) for start, seq in zip(window_starts, seqnums)]
+
+
+def decode_window_key_column(
+    raws: list[bytes], skip: int = 0
+) -> tuple[list[bytes], list[int]]:
+    """``(keys, window starts)`` of store keys (:func:`decode_window_key` per row), each after
+    its first ``skip`` bytes (a segment prefix).
+
+    Raises:
+        CorruptDataError: a store key has fewer than ``skip`` + 12 bytes.
+    """
+    sizes = set(map(len, raws))
+    if sizes and min(sizes) < skip + SUFFIX_SIZE:
+        raise CorruptDataError(f"a window store key needs at least {SUFFIX_SIZE} bytes")
+    if len(sizes) == 1:
+        # Keys of one size (the usual case): one C-level unpack splits them all.
+        (size,) = sizes
+        layout = struct.Struct(f">{skip}x{size - skip - SUFFIX_SIZE}sq{SEQNUM_SIZE}x")
+        split = list(layout.iter_unpack(b"".join(raws)))
+        return [key for key, _ in split], [start for _, start in split]
+    unpack = _LONG.unpack_from
+    starts = [unpack(raw, len(raw) - SUFFIX_SIZE)[0] for raw in raws]
+    return [raw[skip:-SUFFIX_SIZE] for raw in raws], starts
 
 
 def lower_range_fixed_size(key: bytes, time_from: int) -> bytes:
@@ -148,6 +207,10 @@ class WindowValueFormat:
     legacy_cfs: tuple[tuple[str, Converter], ...]
     encode: Callable[[Any], bytes | None]
     decode: Callable[[bytes], Any]
+    timestamped: bool
+    headers: bool
+    encode_columns: ColumnEncoder
+    decode_columns: ColumnDecoder
 
     def check(self, value: Any) -> Any:
         """Return ``value`` if it is of this format's value type (or None).
@@ -219,7 +282,83 @@ def _decode_timestamped_headers(raw: bytes) -> ValueTimestampHeaders[bytes]:
     return ValueTimestampHeaders(stamped.value, stamped.timestamp, headers)
 
 
-PLAIN = WindowValueFormat("WindowStore", None, DEFAULT_CF, (), _encode_plain, _decode_plain)
+# -- columns ----------------------------------------------------------------------------------
+
+
+def _stamped_column(values: list[bytes | None], timestamps: list[int]) -> list[bytes | None]:
+    pack = _LONG.pack
+    return [None if v is None else pack(t) + v for v, t in zip(values, timestamps)]
+
+
+def _stamps_of(payloads: list[bytes]) -> tuple[list[bytes], list[int]]:
+    unpack = _LONG.unpack_from
+    try:
+        stamps = [unpack(p)[0] for p in payloads]
+    except struct.error:
+        raise CorruptDataError(
+            f"a timestamped window value needs at least {TIMESTAMP_SIZE} bytes"
+        ) from None
+    return [p[TIMESTAMP_SIZE:] for p in payloads], stamps
+
+
+def _encode_plain_columns(
+    values: list[bytes | None], timestamps: list[int] | None, headers: list[bytes | None] | None
+) -> list[bytes | None]:
+    return values
+
+
+def _decode_plain_columns(raws: list[bytes]) -> tuple[list[Any], ...]:
+    return (raws,)
+
+
+def _encode_timestamped_columns(
+    values: list[bytes | None], timestamps: list[int] | None, headers: list[bytes | None] | None
+) -> list[bytes | None]:
+    assert timestamps is not None
+    return _stamped_column(values, timestamps)
+
+
+def _decode_timestamped_columns(raws: list[bytes]) -> tuple[list[Any], ...]:
+    return _stamps_of(raws)
+
+
+def _encode_headers_columns(
+    values: list[bytes | None], timestamps: list[int] | None, headers: list[bytes | None] | None
+) -> list[bytes | None]:
+    return headed_column(values, [None] * len(values) if headers is None else headers)
+
+
+def _decode_headers_columns(raws: list[bytes]) -> tuple[list[Any], ...]:
+    headers, payloads = split_headers_column(raws)
+    return payloads, headers
+
+
+def _encode_timestamped_headers_columns(
+    values: list[bytes | None], timestamps: list[int] | None, headers: list[bytes | None] | None
+) -> list[bytes | None]:
+    assert timestamps is not None
+    stamped = _stamped_column(values, timestamps)
+    return headed_column(stamped, [None] * len(values) if headers is None else headers)
+
+
+def _decode_timestamped_headers_columns(raws: list[bytes]) -> tuple[list[Any], ...]:
+    headers, payloads = split_headers_column(raws)
+    values, stamps = _stamps_of(payloads)
+    return values, stamps, headers
+
+
+PLAIN = WindowValueFormat(
+    "WindowStore",
+    None,
+    DEFAULT_CF,
+    (),
+    _encode_plain,
+    _decode_plain,
+    False,
+    False,
+    _encode_plain_columns,
+    _decode_plain_columns,
+)
 TIMESTAMPED = WindowValueFormat(
     "TimestampedWindowStore",
     ValueAndTimestamp,
@@ -227,6 +366,10 @@ TIMESTAMPED = WindowValueFormat(
     ((DEFAULT_CF, convert_to_timestamped),),
     _encode_timestamped,
     decode_timestamped,
+    True,
+    False,
+    _encode_timestamped_columns,
+    _decode_timestamped_columns,
 )
 HEADERS = WindowValueFormat(
     "WindowStoreWithHeaders",
@@ -235,6 +378,10 @@ HEADERS = WindowValueFormat(
     ((DEFAULT_CF, convert_to_header_format),),
     _encode_headers,
     _decode_headers,
+    False,
+    True,
+    _encode_headers_columns,
+    _decode_headers_columns,
 )
 TIMESTAMPED_HEADERS = WindowValueFormat(
     "TimestampedWindowStoreWithHeaders",
@@ -246,6 +393,10 @@ TIMESTAMPED_HEADERS = WindowValueFormat(
     ),
     _encode_timestamped_headers,
     _decode_timestamped_headers,
+    True,
+    True,
+    _encode_timestamped_headers_columns,
+    _decode_timestamped_headers_columns,
 )
 
 
@@ -269,9 +420,12 @@ __all__ = [
     "TIMESTAMPED_HEADERS",
     "TIMESTAMPED_HEADERS_CF",
     "WINDOW_HEADERS_CF",
+    "ColumnDecoder",
+    "ColumnEncoder",
     "WindowValueFormat",
     "decode_seqnum",
     "decode_window_key",
+    "decode_window_key_column",
     "encode_seqnum",
     "encode_window_key",
     "lower_range",
@@ -279,4 +433,5 @@ __all__ = [
     "time_window_for_size",
     "upper_range",
     "upper_range_fixed_size",
+    "window_key_suffixes",
 ]
