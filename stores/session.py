@@ -168,10 +168,11 @@ class _SessionStoreBase(Generic[V]):
             legacy_cfs=self._LEGACY,
         )
 
-    @staticmethod
-    def column_families() -> tuple[str, ...]:
-        """Column families the store needs (pass them when opening a bytes store for ``over``)."""
-        raise NotImplementedError
+    @classmethod
+    def column_families(cls) -> tuple[str, ...]:
+        """Column families the store needs (pass them when opening a bytes store for ``over``):
+        its own, the legacy formats' it reads lazily, and ``segmentsMetadata``."""
+        return tuple(dict.fromkeys([cls._DATA_CF, *(cf for cf, _ in cls._LEGACY), SEGMENTS_META_CF]))
 
     # -- value layout (subclasses) -------------------------------------------------------------
 
@@ -700,11 +701,6 @@ class SessionStore(_SessionStoreBase[bytes]):
     def _decode(self, raw: bytes) -> bytes:
         return raw
 
-    @staticmethod
-    def column_families() -> tuple[str, ...]:
-        """Column families the store needs: sessions in ``default``, stream time in
-        ``segmentsMetadata`` (pass them when opening a bytes store for :meth:`over`)."""
-        return (DEFAULT_CF, SEGMENTS_META_CF)
 
 
 class SessionStoreWithHeaders(_SessionStoreBase[ValueAndHeaders[bytes]]):
@@ -756,12 +752,6 @@ class SessionStoreWithHeaders(_SessionStoreBase[ValueAndHeaders[bytes]]):
 
     def _decode(self, raw: bytes) -> ValueAndHeaders[bytes]:
         return decode_with_headers_value(raw)
-
-    @staticmethod
-    def column_families() -> tuple[str, ...]:
-        """Column families the store needs: ``sessionKeyValueWithHeaders``, the plain store's
-        ``default`` (read lazily) and ``segmentsMetadata``."""
-        return (SESSION_HEADERS_CF, DEFAULT_CF, SEGMENTS_META_CF)
 
     @property
     def upgrade_mode(self) -> bool:

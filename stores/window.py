@@ -125,6 +125,9 @@ def _columns(fmt: WindowValueFormat) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+S = TypeVar("S", bound="_WindowStoreBase[Any]")
+
+
 class _WindowStoreBase(Generic[V]):
     """The window-store operations shared by the four value formats."""
 
@@ -142,18 +145,28 @@ class _WindowStoreBase(Generic[V]):
         self._setup(RocksDBBytesStore(path, _columns(self._format)), True, *config)
 
     @classmethod
-    def _over(
-        cls,
+    def over(
+        cls: type[S],
         db: RocksDBBytesStore,
         retention_ms: int,
         window_size_ms: int,
-        retain_duplicates: bool,
-        segment_interval_ms: int | None,
-    ) -> Any:
+        retain_duplicates: bool = False,
+        segment_interval_ms: int | None = None,
+    ) -> S:
+        """Wrap an open bytes store (opened with :meth:`column_families`) whose owner commits.
+
+        Raises:
+            InvalidOptionError: an argument is out of range.
+        """
         config = _configure(retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
         store = cls.__new__(cls)
         store._setup(db, False, *config)
         return store
+
+    @classmethod
+    def column_families(cls) -> tuple[str, ...]:
+        """Column families the store needs: its own, the legacy formats' it reads, metadata."""
+        return _columns(cls._format)
 
     def _setup(
         self,
@@ -622,29 +635,6 @@ class WindowStore(_WindowStoreBase[bytes]):
 
     _format = PLAIN
 
-    @classmethod
-    def over(
-        cls,
-        db: RocksDBBytesStore,
-        retention_ms: int,
-        window_size_ms: int,
-        retain_duplicates: bool = False,
-        segment_interval_ms: int | None = None,
-    ) -> WindowStore:
-        """Wrap an open bytes store (opened with :meth:`column_families`) whose owner commits.
-
-        Raises:
-            InvalidOptionError: an argument is out of range.
-        """
-        store: WindowStore = cls._over(
-            db, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms
-        )
-        return store
-
-    @staticmethod
-    def column_families() -> tuple[str, ...]:
-        """Column families the store needs (``default`` and the segments metadata)."""
-        return _columns(PLAIN)
 
 
 class TimestampedWindowStore(_WindowStoreBase[ValueAndTimestamp[bytes]]):
@@ -659,29 +649,6 @@ class TimestampedWindowStore(_WindowStoreBase[ValueAndTimestamp[bytes]]):
 
     _format = TIMESTAMPED
 
-    @classmethod
-    def over(
-        cls,
-        db: RocksDBBytesStore,
-        retention_ms: int,
-        window_size_ms: int,
-        retain_duplicates: bool = False,
-        segment_interval_ms: int | None = None,
-    ) -> TimestampedWindowStore:
-        """Wrap an open bytes store (opened with :meth:`column_families`) whose owner commits.
-
-        Raises:
-            InvalidOptionError: an argument is out of range.
-        """
-        store: TimestampedWindowStore = cls._over(
-            db, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms
-        )
-        return store
-
-    @staticmethod
-    def column_families() -> tuple[str, ...]:
-        """Column families the store needs (its own, the legacy ``default``, metadata)."""
-        return _columns(TIMESTAMPED)
 
 
 class WindowStoreWithHeaders(_WindowStoreBase[ValueAndHeaders[bytes]]):
@@ -696,29 +663,6 @@ class WindowStoreWithHeaders(_WindowStoreBase[ValueAndHeaders[bytes]]):
 
     _format = HEADERS
 
-    @classmethod
-    def over(
-        cls,
-        db: RocksDBBytesStore,
-        retention_ms: int,
-        window_size_ms: int,
-        retain_duplicates: bool = False,
-        segment_interval_ms: int | None = None,
-    ) -> WindowStoreWithHeaders:
-        """Wrap an open bytes store (opened with :meth:`column_families`) whose owner commits.
-
-        Raises:
-            InvalidOptionError: an argument is out of range.
-        """
-        store: WindowStoreWithHeaders = cls._over(
-            db, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms
-        )
-        return store
-
-    @staticmethod
-    def column_families() -> tuple[str, ...]:
-        """Column families the store needs (its own, the legacy ``default``, metadata)."""
-        return _columns(HEADERS)
 
 
 class TimestampedWindowStoreWithHeaders(_WindowStoreBase[ValueTimestampHeaders[bytes]]):
@@ -733,29 +677,6 @@ class TimestampedWindowStoreWithHeaders(_WindowStoreBase[ValueTimestampHeaders[b
 
     _format = TIMESTAMPED_HEADERS
 
-    @classmethod
-    def over(
-        cls,
-        db: RocksDBBytesStore,
-        retention_ms: int,
-        window_size_ms: int,
-        retain_duplicates: bool = False,
-        segment_interval_ms: int | None = None,
-    ) -> TimestampedWindowStoreWithHeaders:
-        """Wrap an open bytes store (opened with :meth:`column_families`) whose owner commits.
-
-        Raises:
-            InvalidOptionError: an argument is out of range.
-        """
-        store: TimestampedWindowStoreWithHeaders = cls._over(
-            db, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms
-        )
-        return store
-
-    @staticmethod
-    def column_families() -> tuple[str, ...]:
-        """Column families the store needs (its own, both legacy ones, metadata)."""
-        return _columns(TIMESTAMPED_HEADERS)
 
 
 # -- argument checks --------------------------------------------------------------------------
