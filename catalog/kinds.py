@@ -20,7 +20,7 @@ changelog files and raw scans, ``array<struct<key: string, value: binary>>`` whe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -28,8 +28,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.errors import InvalidOptionError
+from stores.key_value import KeyValueStore
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.rocksdb_bytes import RocksDBBytesStore
+from stores.session import SessionStore, SessionStoreWithHeaders
+from stores.session import default_segment_interval_ms as session_segment_interval
+from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+from stores.versioned import VersionedKeyValueStore
+from stores.versioned import default_segment_interval_ms as versioned_segment_interval
+from stores.window import (
+    TimestampedWindowStore,
+    TimestampedWindowStoreWithHeaders,
+    WindowStore,
+    WindowStoreWithHeaders,
+)
+from stores.window import default_segment_interval_ms as window_segment_interval
 
 BATCH_ROWS = 1 << 16
 _TIME = pa.int64()
@@ -108,7 +121,6 @@ class StoreKind:
     scan: Callable[[Any, Scan, dict[str, Any]], Iterator[pa.RecordBatch]]
     supports_as_of: bool = False
     supports_time_range: bool = False
-    option_names: tuple[str, ...] = field(default=())
 
 
 def _batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -135,8 +147,6 @@ def _time_order(table: pa.Table, column: str) -> pa.Table:
     return table.take(pc.sort_indices(table.column(column)))
 
 
-def _headers_column(table: pa.Table, layout: Layout) -> list[bytes] | None:
-    return table.column(HEADERS).to_pylist() if layout.headers else None
 
 
 # -- parameters ----------------------------------------------------------------------------------
@@ -193,16 +203,8 @@ def _kv_params(given: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _kv_open(db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
-    from stores.key_value import KeyValueStore
-
-    return KeyValueStore.over(db)
 
 
-def _kv_families(params: dict[str, Any]) -> tuple[str, ...]:
-    from stores.key_value import KeyValueStore
-
-    return KeyValueStore.column_families()
 
 
 def _kv_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
@@ -221,8 +223,8 @@ KEYVALUE = StoreKind(
     name="keyvalue",
     make_params=_kv_params,
     layout=lambda params: Layout(),
-    column_families=_kv_families,
-    open=_kv_open,
+    column_families=lambda params: KeyValueStore.column_families(),
+    open=lambda db, params: KeyValueStore.over(db),
     apply=_kv_apply,
     scan=_kv_scan,
 )
@@ -237,8 +239,6 @@ def _ts_params(given: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ts_class(params: dict[str, Any]) -> Any:
-    from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
-
     return TimestampedKeyValueStoreWithHeaders if params.get("headers") else TimestampedKeyValueStore
 
 
@@ -288,8 +288,6 @@ TIMESTAMPED = StoreKind(
 
 
 def _versioned_params(given: dict[str, Any]) -> dict[str, Any]:
-    from stores.versioned import default_segment_interval_ms
-
     if given.get("headers"):
         raise InvalidOptionError(
             "option 'headers' is true but Kafka has not shipped a versioned store with headers "
@@ -304,22 +302,16 @@ def _versioned_params(given: dict[str, Any]) -> dict[str, Any]:
             "a versioned store needs option 'historyRetention' (e.g. '1 day' or ms), "
             "which is also its grace period"
         )
-    segment = _segment_interval(given, default_segment_interval_ms(retention))
+    segment = _segment_interval(given, versioned_segment_interval(retention))
     return {"history_retention_ms": int(retention), "segment_interval_ms": segment}
 
 
 def _versioned_open(db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
-    from stores.versioned import VersionedKeyValueStore
-
     return VersionedKeyValueStore.over(
         db, params["history_retention_ms"], params["segment_interval_ms"]
     )
 
 
-def _versioned_families(params: dict[str, Any]) -> tuple[str, ...]:
-    from stores.versioned import VersionedKeyValueStore
-
-    return VersionedKeyValueStore.column_families()
 
 
 def _versioned_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
@@ -351,7 +343,7 @@ VERSIONED = StoreKind(
     name="versioned",
     make_params=_versioned_params,
     layout=_versioned_layout,
-    column_families=_versioned_families,
+    column_families=lambda params: VersionedKeyValueStore.column_families(),
     open=_versioned_open,
     apply=_versioned_apply,
     scan=_versioned_scan,
@@ -363,8 +355,6 @@ VERSIONED = StoreKind(
 
 
 def _window_params(given: dict[str, Any]) -> dict[str, Any]:
-    from stores.window import default_segment_interval_ms
-
     _refuse_unknown(
         "window",
         given,
@@ -384,20 +374,18 @@ def _window_params(given: dict[str, Any]) -> dict[str, Any]:
         "retention_ms": retention,
         "window_size_ms": size,
         "retain_duplicates": bool(given.get("retain_duplicates")),
-        "segment_interval_ms": _segment_interval(given, default_segment_interval_ms(retention)),
+        "segment_interval_ms": _segment_interval(given, window_segment_interval(retention)),
         "timestamped": bool(given.get("timestamped")),
         "headers": bool(given.get("headers")),
     }
 
 
 def _window_class(params: dict[str, Any]) -> Any:
-    from stores import window
-
     if params.get("timestamped"):
         if params.get("headers"):
-            return window.TimestampedWindowStoreWithHeaders
-        return window.TimestampedWindowStore
-    return window.WindowStoreWithHeaders if params.get("headers") else window.WindowStore
+            return TimestampedWindowStoreWithHeaders
+        return TimestampedWindowStore
+    return WindowStoreWithHeaders if params.get("headers") else WindowStore
 
 
 def _window_open(db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
@@ -467,20 +455,16 @@ WINDOW = StoreKind(
 
 
 def _session_params(given: dict[str, Any]) -> dict[str, Any]:
-    from stores.session import default_segment_interval_ms
-
     _refuse_unknown("session", given, ("retention_ms", "segment_interval_ms", "headers"))
     retention = _required("session", given, "retention_ms", "'1 day' or ms")
     return {
         "retention_ms": retention,
-        "segment_interval_ms": _segment_interval(given, default_segment_interval_ms(retention)),
+        "segment_interval_ms": _segment_interval(given, session_segment_interval(retention)),
         "headers": bool(given.get("headers")),
     }
 
 
 def _session_class(params: dict[str, Any]) -> Any:
-    from stores.session import SessionStore, SessionStoreWithHeaders
-
     return SessionStoreWithHeaders if params.get("headers") else SessionStore
 
 
