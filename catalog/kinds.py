@@ -33,7 +33,10 @@ from stores.records import UNKNOWN_TIMESTAMP
 from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.session import SessionStore, SessionStoreWithHeaders
 from stores.session import default_segment_interval_ms as session_segment_interval
-from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+from stores.timestamped import (
+    TimestampedKeyValueStore,
+    TimestampedKeyValueStoreWithHeaders,
+)
 from stores.versioned import VersionedKeyValueStore
 from stores.versioned import default_segment_interval_ms as versioned_segment_interval
 from stores.window import (

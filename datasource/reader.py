@@ -9,8 +9,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from catalog.catalog import Catalog, StoreTable
-from catalog.spec import StoreSpec
 from catalog.kinds import Scan
+from catalog.spec import StoreSpec
 from datasource.options import CREATION_OPTIONS, PARAM_OF_OPTION, StoreOptions
 from stores.errors import InvalidOptionError
 

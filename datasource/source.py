@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceArrowWriter
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceReader
 from pyspark.sql.types import StructType
 
 if TYPE_CHECKING:

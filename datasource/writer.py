@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-import uuid
 
 import numpy as np
 import pyarrow as pa
@@ -20,8 +19,8 @@ from pyspark.sql.types import (
 )
 
 from catalog.catalog import Catalog, StoreTable, headers_from_arrow
-from catalog.kinds import HEADERS
 from catalog.commit_log import ChangelogFile
+from catalog.kinds import HEADERS, Layout
 from catalog.spec import StoreSpec
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
@@ -186,7 +185,7 @@ class StateStoreWriter(DataSourceArrowWriter):
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
-                self._check(batch)
+                self._check(batch, table.layout)
                 buffered.append(batch)
                 size += batch.nbytes
                 if size >= FLUSH_BYTES:
@@ -203,7 +202,7 @@ class StateStoreWriter(DataSourceArrowWriter):
             raise
         return StagedFiles(tuple(staged))
 
-    def _check(self, batch: pa.RecordBatch) -> None:
+    def _check(self, batch: pa.RecordBatch, layout: Layout) -> None:
         key = batch.column("key")
         if key.null_count:
             raise InvalidOptionError(
@@ -211,7 +210,6 @@ class StateStoreWriter(DataSourceArrowWriter):
                 "(a null value, not a null key, deletes)",
                 code="NULL_KEY",
             )
-        layout = self._table().layout
         for time in layout.write_times:
             nulls = batch.column(time.name).null_count
             if nulls and not time.unknown_if_null:
