@@ -33,7 +33,7 @@ from stores.errors import (
     StoreAlreadyExistsError,
     StoreNotFoundError,
 )
-from stores.headers_format import decode_headers, encode_headers
+from stores.headers_format import decode_headers, encode_varint
 from stores.serdes import serde_for
 from stores.types import TypeJson, to_arrow
 
@@ -44,6 +44,7 @@ SPEC_FILE = "spec.json"
 ABORTED_DIR = "aborted"
 DEFAULT_ROOT = "./state-warehouse"
 TIMESTAMP = pa.timestamp("us", tz="UTC")
+_NULL_SIZE = encode_varint(-1)  # a header's null value
 #: The typed ``headers`` column: Kafka's headers, in order, duplicates and null values kept.
 HEADERS_TYPE = pa.list_(
     pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
@@ -429,22 +430,38 @@ def headers_to_arrow(raw: pa.Array) -> pa.Array:
 def headers_from_arrow(column: pa.Array) -> pa.Array:
     """``list<struct<key, value>>`` per row (null: no headers) to KIP-1271 headersBytes.
 
+    Works on the flattened key and value columns, so no Python dict is made per header.
+
     Raises:
-        InvalidOptionError: a header has a null key.
+        InvalidOptionError: a header (or its key) is null.
     """
-    out = []
-    for row in column.to_pylist():
-        if not row:
+    flat = column.flatten()
+    key_column = flat.field("key")
+    if flat.null_count or key_column.null_count:
+        raise InvalidOptionError(
+            "column 'headers' has a null header or a header with a null key; a header needs a "
+            "string key (its value may be null)",
+            code="NULL_HEADER_KEY",
+        )
+    keys = key_column.to_pylist()
+    values = flat.field("value").to_pylist()
+    lengths = pc.list_value_length(column).fill_null(0).to_pylist()
+    out: list[bytes] = []
+    start = 0
+    for count in lengths:
+        if not count:
             out.append(b"")
             continue
-        pairs = []
-        for header in row:
-            if header is None or header.get("key") is None:
-                raise InvalidOptionError(
-                    "column 'headers' has a header with a null key; a header needs a string "
-                    "key (its value may be null)",
-                    code="NULL_HEADER_KEY",
-                )
-            pairs.append((header["key"], header.get("value")))
-        out.append(encode_headers(pairs))
+        parts = [encode_varint(count)]
+        for key, value in zip(keys[start : start + count], values[start : start + count]):
+            raw_key = key.encode("utf-8")
+            parts.append(encode_varint(len(raw_key)))
+            parts.append(raw_key)
+            if value is None:
+                parts.append(_NULL_SIZE)
+            else:
+                parts.append(encode_varint(len(value)))
+                parts.append(value)
+        out.append(b"".join(parts))
+        start += count
     return pa.array(out, pa.binary())

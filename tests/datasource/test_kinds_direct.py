@@ -180,6 +180,11 @@ def test_session_store_reads_sessions(warehouse: str) -> None:
         ({"kind": "session", "retention": "9"}, {"session_start": ms([0])}, r"\[MISSING_COLUMN\].*'session_end'"),
         ({"kind": "timestamped"}, {"timestamp": ms([0]), "headers": pa.array([H1], HEADERS_ARROW)}, r"\[UNEXPECTED_COLUMN\].*headers=true"),
         ({"kind": "keyvalue", "headers": "true"}, {}, "no header-aware plain key-value store"),
+        (
+            {"kind": "timestamped", "headers": "true"},
+            {"timestamp": ms([0]), "headers": pa.array([[{"key": None, "value": b""}]], HEADERS_ARROW)},
+            r"\[NULL_HEADER_KEY\]",
+        ),
         ({"kind": "versioned", "historyRetention": "5", "retention": "5"}, {"timestamp": ms([0])}, "takes no option 'retention'"),
         ({"kind": "window", "windowSize": "5", "retention": "9", "headers": "maybe"}, {}, "'headers' has value 'maybe'; accepted: true or false"),
     ],
