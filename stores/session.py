@@ -46,14 +46,16 @@ import logging
 import operator
 import os
 import weakref
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator
 from types import GeneratorType
 from typing import Any, Generic, TypeVar
 
-from stores.checks import MIN_LONG
+from stores._session_args import _bind, _count, _optional_key, _session, _windowed
+from stores._session_bulk import _SessionColumns
 from stores.checks import checked_bytes as _key
 from stores.checks import checked_long as _long
 from stores.errors import InvalidOptionError, StoreClosedError
+from stores.headers_format import headed_column, split_headers_column
 from stores.iterators import KeyValueIterator
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
 from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
@@ -61,10 +63,6 @@ from stores.segments import (
     SEGMENTS_META_CF,
     Converter,
     SegmentedBytesStore,
-    check_same_length,
-    checked_bytes_column,
-    checked_long_column,
-    checked_optional_bytes_column,
     segment_prefix,
 )
 from stores.session_format import (
@@ -72,16 +70,13 @@ from stores.session_format import (
     SESSION_HEADERS_CF,
     convert_plain_value,
     decode_session_key,
-    decode_session_key_column,
     decode_with_headers_value,
     encode_session_key,
     encode_with_headers_value,
     lower_bound,
-    session_key_suffixes,
     single_key_bounds,
     upper_bound,
 )
-from stores.headers_format import headed_column, split_headers_column
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +104,12 @@ def default_segment_interval_ms(retention_ms: int) -> int:
     return max(_long(retention_ms, "retention_ms", 0) // 2, 60_000)
 
 
-class _SessionStoreBase(Generic[V]):
-    """The session store over a :class:`SegmentedBytesStore`; subclasses fix the value layout."""
+class _SessionStoreBase(_SessionColumns, Generic[V]):
+    """The session store over a :class:`SegmentedBytesStore`; subclasses fix the value layout.
+
+    The bulk column paths (``put_columns``, ``scan_columns``) are in
+    :class:`stores._session_bulk._SessionColumns`.
+    """
 
     _DATA_CF: str = DEFAULT_CF
     _LEGACY: tuple[tuple[str, Converter], ...] = ()
@@ -182,17 +181,6 @@ class _SessionStoreBase(Generic[V]):
     def _decode(self, raw: bytes) -> V:
         raise NotImplementedError
 
-    #: Whether values carry headers (``put_columns`` takes ``headers``, scans yield them).
-    _HEADERS: bool = False
-
-    def _encode_columns(
-        self, values: list[bytes | None], headers: list[bytes | None] | None
-    ) -> list[bytes | None]:
-        return values
-
-    def _decode_columns(self, raws: list[bytes]) -> tuple[list[bytes], ...]:
-        return (raws,)
-
     # -- properties ----------------------------------------------------------------------------
 
     @property
@@ -242,49 +230,6 @@ class _SessionStoreBase(Generic[V]):
         self._check_open()
         with self._db.operation():
             self._segments.put(encode_session_key(key, start, end), raw, end)
-
-    def put_columns(
-        self,
-        keys: Sequence[bytes],
-        values: Sequence[bytes | None],
-        starts: Sequence[int],
-        ends: Sequence[int],
-        headers: Sequence[bytes | None] | None = None,
-    ) -> None:
-        """``put(keys[i], starts[i], ends[i], value)`` for each ``i`` in order, as one atomic
-        batch: the bulk-load path.
-
-        The effect is exactly that of the row-by-row puts: stream time advancing session by
-        session, sessions of expired segments dropped, a None value removing the session.
-        ``headers`` (header-aware stores only) are KIP-1271 ``headersBytes``, stored as given;
-        None or empty is no headers.
-
-        Raises:
-            InvalidOptionError: the columns differ in length, ``headers`` is given to a store
-                without headers, or an item has a wrong type or range (nothing is written).
-            StoreClosedError: the store is closed.
-        """
-        self._check_open()
-        columns: list[Sequence[Any]] = [keys, values, starts, ends]
-        if headers is not None:
-            if not self._HEADERS:
-                raise InvalidOptionError(
-                    f"a {type(self).__name__} keeps no headers: pass headers=None to put_columns"
-                )
-            columns.append(headers)
-        check_same_length("put_columns", columns)
-        key_list = checked_bytes_column(keys, "keys")
-        value_list = checked_optional_bytes_column(values, "values")
-        start_list = checked_long_column(starts, "starts", 0)
-        end_list = checked_long_column(ends, "ends", 0)
-        for start, end in zip(start_list, end_list):
-            if end < start:
-                raise InvalidOptionError(f"end ({end}) must not be before start ({start})")
-        header_list = None if headers is None else checked_optional_bytes_column(headers, "headers")
-        raws = self._encode_columns(value_list, header_list)
-        suffixes = session_key_suffixes(start_list, end_list)
-        with self._db.operation():
-            self._segments.put_many(key_list, raws, end_list, key_suffixes=suffixes)
 
     def remove(self, *args: Any, **kwargs: Any) -> None:
         """``remove(session_key: Windowed)`` or ``remove(key, start, end)``.
@@ -461,80 +406,6 @@ class _SessionStoreBase(Generic[V]):
         merged = heapq.merge(*streams, key=operator.itemgetter(0), reverse=reverse)
         return self._track(self._sessions(merged, None, None, actual, MAX_LONG))
 
-    def scan_columns(
-        self,
-        batch_rows: int = 1 << 16,
-        time_from: int | None = None,
-        time_to: int | None = None,
-    ) -> Iterator[tuple[list[Any], ...]]:
-        """Every live session, as ``(keys, values, starts, ends[, headersBytes])`` lists of up
-        to ``batch_rows`` rows in ``all()`` order: the full-scan path.
-
-        ``time_from`` / ``time_to`` keep only the sessions whose start lies in the range (None:
-        open). Like ``all()``'s iterator, the scan ends quietly once the store is closed.
-
-        Raises:
-            InvalidOptionError: ``batch_rows`` is not a positive integer, or a time bound is
-                not an integer.
-            StoreClosedError: the store is closed.
-            CorruptDataError: a stored key or value does not follow the layout.
-        """
-        self._check_open()
-        if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-            raise InvalidOptionError(
-                f"batch_rows must be a positive integer, got {batch_rows!r}"
-            )
-        low = None if time_from is None else _long(time_from, "time_from", MIN_LONG)
-        high = None if time_to is None else _long(time_to, "time_to", MIN_LONG)
-        earliest_end = self._segments.actual_from(0)
-        # A session starting at or after ``low`` ends there too: older segments can be skipped.
-        batches = self._segments.scan_columns(
-            max(earliest_end, 0 if low is None else low), MAX_LONG,
-            batch_rows=batch_rows, key_order=True,
-        )
-        scan = self._columns(batches, earliest_end, low, high)
-        self._scans.add(scan)
-        return scan
-
-    def _columns(
-        self,
-        batches: Iterator[tuple[list[bytes], list[bytes]]],
-        earliest_end: int,
-        low: int | None,
-        high: int | None,
-    ) -> Generator[tuple[list[Any], ...], None, None]:
-        try:
-            while not self.closed:
-                batch = next(batches, None)
-                if batch is None:
-                    return
-                binaries, raws = batch
-                keys, starts, ends = decode_session_key_column(binaries)
-                if (
-                    min(ends) < earliest_end
-                    or (low is not None and min(starts) < low)
-                    or (high is not None and max(starts) > high)
-                ):
-                    keep = [
-                        i
-                        for i, (start, end) in enumerate(zip(starts, ends))
-                        if end >= earliest_end
-                        and (low is None or start >= low)
-                        and (high is None or start <= high)
-                    ]
-                    if not keep:
-                        continue
-                    keys = [keys[i] for i in keep]
-                    starts = [starts[i] for i in keep]
-                    ends = [ends[i] for i in keep]
-                    raws = [raws[i] for i in keep]
-                values, *rest = self._decode_columns(raws)
-                yield (keys, values, starts, ends, *rest)
-        finally:
-            close = getattr(batches, "close", None)
-            if close is not None:
-                close()
-
     def backward_all(self) -> KeyValueIterator:
         """:meth:`all` in reverse order.
 
@@ -702,7 +573,6 @@ class SessionStore(_SessionStoreBase[bytes]):
         return raw
 
 
-
 class SessionStoreWithHeaders(_SessionStoreBase[ValueAndHeaders[bytes]]):
     """KIP-1271's ``SessionStoreWithHeaders``: aggregates with their record headers.
 
@@ -770,61 +640,6 @@ def _configure(retention_ms: Any, segment_interval_ms: Any) -> tuple[int, int]:
     if interval < 1:
         raise InvalidOptionError(f"segment_interval_ms must be at least 1, got {interval}")
     return retention, interval
-
-
-def _count(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    return len(args) + len(kwargs)
-
-
-def _bind(
-    method: str, args: tuple[Any, ...], kwargs: dict[str, Any], names: tuple[str, ...]
-) -> tuple[Any, ...]:
-    """Bind positional and keyword arguments to one overload's parameter names."""
-    if len(args) > len(names):
-        raise InvalidOptionError(f"{method}() takes {_signature(names)}, got {len(args)} arguments")
-    bound = dict(zip(names, args))
-    for name, value in kwargs.items():
-        if name not in names or name in bound:
-            raise InvalidOptionError(
-                f"{method}() got an unexpected or repeated argument {name!r}; "
-                f"accepted: {_signature(names)}"
-            )
-        bound[name] = value
-    missing = [name for name in names if name not in bound]
-    if missing:
-        raise InvalidOptionError(
-            f"{method}() is missing {', '.join(missing)}; takes {_signature(names)}"
-        )
-    return tuple(bound[name] for name in names)
-
-
-def _signature(names: tuple[str, ...]) -> str:
-    return "(" + ", ".join(names) + ")"
-
-
-
-
-
-
-def _optional_key(key: Any, name: str) -> bytes | None:
-    return None if key is None else _key(key, name)
-
-
-def _session(key: Any, start: Any, end: Any) -> tuple[bytes, int, int]:
-    key = _key(key, "key")
-    start = _long(start, "start", 0)
-    end = _long(end, "end", 0)
-    if end < start:
-        raise InvalidOptionError(f"end ({end}) must not be before start ({start})")
-    return key, start, end
-
-
-def _windowed(session_key: Any) -> tuple[bytes, int, int]:
-    if not isinstance(session_key, Windowed):
-        raise InvalidOptionError(
-            f"session_key must be a Windowed, got {type(session_key).__name__}"
-        )
-    return _session(session_key.key, session_key.window.start, session_key.window.end)
 
 
 __all__ = [
