@@ -40,8 +40,9 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any, Generic, TypeVar
 
+from stores.checks import checked_bytes as _checked_key
+from stores.checks import checked_long, checked_optional_bytes
 from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
-from stores.iterators import KeyValueIterator
 from stores.headers_format import (
     EMPTY_HEADERS_PREFIX,
     convert_from_plain_to_header_format,
@@ -51,6 +52,7 @@ from stores.headers_format import (
     split_headers,
     with_headers,
 )
+from stores.iterators import KeyValueIterator
 from stores.records import KeyValue, ValueAndTimestamp, ValueTimestampHeaders
 from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
 from stores.timestamped_format import (
@@ -61,8 +63,6 @@ from stores.timestamped_format import (
     encode_timestamped,
     raw_timestamp,
 )
-from stores.checks import checked_bytes as _checked_key
-from stores.checks import checked_long, checked_optional_bytes
 
 #: The column family of KIP-1271's key-value format (``RocksDBTimestampedStoreWithHeaders``).
 TIMESTAMPED_WITH_HEADERS_CF = "keyValueWithTimestampAndHeaders"

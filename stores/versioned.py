@@ -25,6 +25,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from stores.checks import checked_bytes as _checked_key
+from stores.checks import checked_long, checked_optional_bytes
 from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
 from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
 from stores.versioned_format import (
@@ -45,8 +47,6 @@ from stores.versioned_format import (
     segment_id,
     segment_prefix,
 )
-from stores.checks import checked_bytes as _checked_key
-from stores.checks import checked_long, checked_optional_bytes
 
 #: Kafka's ``PUT_RETURN_CODE_NOT_PUT``: the put was older than the grace period.
 NOT_PUT = -(2**63)

@@ -35,10 +35,10 @@ interrupted write.
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from dataclasses import dataclass
 
 from stores.errors import CorruptDataError, InvalidOptionError
 

@@ -6,7 +6,6 @@ Kafka's metered stores' query handlers and ``StoreQueryUtils.handleBasicQueries`
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from typing import Any
 
 from stores.errors import CorruptDataError, InvalidOptionError, UnsupportedQueryError
 from stores.iterators import KeyValueIterator
+from stores.key_value import KeyValueStore
 from stores.query._checks import MAX_LONG, MIN_LONG
 from stores.query.position import Position, PositionBound, is_permitted
 from stores.query.queries import (
@@ -35,21 +35,28 @@ from stores.query.queries import (
 )
 from stores.query.results import FailureReason, QueryResult, ResultOrder, _class_name, _Placeholder
 from stores.records import KeyValue, ReadOnlyRecord, ValueAndTimestamp
+from stores.session import SessionStore, SessionStoreWithHeaders
+from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+from stores.versioned import VersionedKeyValueStore
+from stores.window import (
+    TimestampedWindowStore,
+    TimestampedWindowStoreWithHeaders,
+    WindowStore,
+    WindowStoreWithHeaders,
+)
 
-
-# Store classes, most specific first: (module, class, family). Resolved at call time because the
-# window and session modules may be added after this one is imported.
-_STORE_CLASSES = (
-    ("stores.timestamped", "TimestampedKeyValueStoreWithHeaders", "ts_kv_headers"),
-    ("stores.timestamped", "TimestampedKeyValueStore", "ts_kv"),
-    ("stores.versioned", "VersionedKeyValueStore", "versioned"),
-    ("stores.key_value", "KeyValueStore", "kv"),
-    ("stores.window", "TimestampedWindowStoreWithHeaders", "ts_window_headers"),
-    ("stores.window", "WindowStoreWithHeaders", "window_headers"),
-    ("stores.window", "TimestampedWindowStore", "ts_window"),
-    ("stores.window", "WindowStore", "window"),
-    ("stores.session", "SessionStoreWithHeaders", "session_headers"),
-    ("stores.session", "SessionStore", "session"),
+# Store classes, most specific first (a subclass before its base), with their family names.
+_STORE_CLASSES: tuple[tuple[type, str], ...] = (
+    (TimestampedKeyValueStoreWithHeaders, "ts_kv_headers"),
+    (TimestampedKeyValueStore, "ts_kv"),
+    (VersionedKeyValueStore, "versioned"),
+    (KeyValueStore, "kv"),
+    (TimestampedWindowStoreWithHeaders, "ts_window_headers"),
+    (WindowStoreWithHeaders, "window_headers"),
+    (TimestampedWindowStore, "ts_window"),
+    (WindowStore, "window"),
+    (SessionStoreWithHeaders, "session_headers"),
+    (SessionStore, "session"),
 )
 
 # Query types that Kafka's basic layer (StoreQueryUtils) knows: their position bound is checked
@@ -66,13 +73,8 @@ def store_family(store: Any) -> str | None:
         # A format adapter (stores.adapters) answers as the store type it serves, through that
         # type's API, as Kafka's adapters sit under the metered store of the newer type.
         return served
-    for module_name, class_name, family in _STORE_CLASSES:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        candidate = getattr(module, class_name, None)
-        if isinstance(candidate, type) and issubclass(cls, candidate):
+    for candidate, family in _STORE_CLASSES:
+        if issubclass(cls, candidate):
             return family
     return None
 

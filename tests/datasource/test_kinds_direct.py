@@ -21,8 +21,8 @@ from pyspark.sql.types import (
 from catalog import Catalog
 from datasource.options import StoreOptions
 from datasource.reader import StateStoreReader
-from datasource.writer import StateStoreWriter
 from datasource.spark_types import spark_schema
+from datasource.writer import StateStoreWriter
 from stores.errors import InvalidOptionError
 
 HEADER = StructType([StructField("key", StringType()), StructField("value", BinaryType())])

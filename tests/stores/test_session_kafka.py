@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from stores.errors import InvalidOptionError, StoreClosedError
+from stores.iterators import KeyValueIterator
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
 from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
-from stores.iterators import KeyValueIterator
 from stores.session import SessionStore, SessionStoreWithHeaders
 from stores.session_format import MAX_LONG, SESSION_HEADERS_CF
 

@@ -23,8 +23,8 @@ from stores.errors import InvalidOptionError, StoreClosedError
 from stores.iterators import KeyValueIterator
 from stores.records import KeyValue, ValueAndTimestamp, ValueTimestampHeaders
 from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
-from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from stores.timestamped import KeyValueIterator as ReExported
+from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from stores.timestamped_format import TIMESTAMPED_CF
 
 TS = 10  # Kafka's context.setTime(10)
