@@ -34,6 +34,7 @@ from stores.errors import (
     StoreNotFoundError,
 )
 from stores.headers_format import decode_headers, encode_varint
+from stores.records import UNKNOWN_TIMESTAMP
 from stores.serdes import serde_for
 from stores.types import TypeJson, to_arrow
 
@@ -44,6 +45,8 @@ SPEC_FILE = "spec.json"
 ABORTED_DIR = "aborted"
 DEFAULT_ROOT = "./state-warehouse"
 TIMESTAMP = pa.timestamp("us", tz="UTC")
+#: The largest epoch-ms time a Spark TIMESTAMP (microseconds in a long) can show.
+MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
 _NULL_SIZE = encode_varint(-1)  # a header's null value
 #: The typed ``headers`` column: Kafka's headers, in order, duplicates and null values kept.
 HEADERS_TYPE = pa.list_(
@@ -243,12 +246,26 @@ class StoreTable:
         ``abort_write``), and one writer's successive stages (``sequence`` 0, 1, ...) sort,
         and so are applied, in order. ``write_id`` must be unique per writer (task).
 
+        Every row is checked before anything is written, so that no commit can hold a row that
+        the store cannot apply or read back: keys are not null, time columns are not null (a
+        null becomes -1 where the layout allows an unknown timestamp) and lie in
+        ``[0, MAX_TIMESTAMP_MS]`` (a window's end included), and a session does not end before
+        it starts.
+
         Raises:
-            InvalidOptionError: a changelog column of the layout is missing.
+            InvalidOptionError: a missing changelog column (MISSING_COLUMN), a null key
+                (NULL_KEY), a null or out-of-range time (NULL_TIMESTAMP, INVALID_TIMESTAMP), a
+                session ending before its start (INVALID_SESSION).
         """
         name = f"{write_id or uuid.uuid4().hex}-{sequence:09d}"
         spec = self.spec
         schema = self.layout.changelog_schema()
+        if keys.null_count:
+            raise InvalidOptionError(
+                f"column 'key' is null in {keys.null_count} row(s); every row needs a key "
+                "(a null value, not a null key, deletes)",
+                code="NULL_KEY",
+            )
         key_bytes = serde_for(spec.key_type, column="key").encode(keys)
         value_bytes = serde_for(spec.value_type, column="value").encode(values)
         given = dict(columns or {})
@@ -262,6 +279,7 @@ class StoreTable:
                     code="MISSING_COLUMN",
                 )
             data[f.name] = given[f.name].cast(f.type)
+        self._check_times(data)
         table = pa.Table.from_pydict(data, schema=schema)
         files = []
         if spec.num_partitions == 1:
@@ -279,6 +297,42 @@ class StoreTable:
                 files.append(write_changelog(self.catalog.storage, spec.name, partition, rows, name))
             start += count
         return files
+
+    def _check_times(self, data: dict[str, pa.Array]) -> None:
+        """Check (and complete) a stage's time columns in place; see ``stage``."""
+        spec = self.spec
+        for time in self.layout.write_times:
+            millis = data[time.name]
+            if time.unknown_if_null:
+                millis = data[time.name] = millis.fill_null(UNKNOWN_TIMESTAMP)
+            elif millis.null_count:
+                raise InvalidOptionError(
+                    f"column {time.name!r} is null in {millis.null_count} row(s); every row of "
+                    f"a write to {spec.kind} store {spec.name!r} needs one",
+                    code="NULL_TIMESTAMP",
+                )
+            lowest = UNKNOWN_TIMESTAMP if time.unknown_if_null else 0
+            # A window's end (start + size) must fit too: reads show it as a TIMESTAMP.
+            highest = MAX_TIMESTAMP_MS - (
+                spec.params.get("window_size_ms", 0) if time.name == "window_start" else 0
+            )
+            if len(millis) and (
+                pc.min(millis).as_py() < lowest or pc.max(millis).as_py() > highest
+            ):
+                raise InvalidOptionError(
+                    f"column {time.name!r} has values outside {lowest} to {highest} ms; "
+                    "timestamps must be >= 0 ms (1970-01-01), as in Kafka, and fit a Spark "
+                    "TIMESTAMP (a window's end too)",
+                    code="INVALID_TIMESTAMP",
+                )
+        if "session_start" in data and pc.any(
+            pc.less(data["session_end"], data["session_start"])
+        ).as_py():
+            raise InvalidOptionError(
+                "column 'session_end' is before 'session_start' in some rows; a session "
+                "ends at or after its start",
+                code="INVALID_SESSION",
+            )
 
     def commit(self, files: list[ChangelogFile], *, overwrite: bool = False) -> CommitRecord:
         """Publish staged files as the next commit (see ``catalog.commit_log``)."""

@@ -167,7 +167,12 @@ OPTION_NAMES = {
 
 
 def _refuse_unknown(kind: str, given: dict[str, Any], accepted: tuple[str, ...]) -> None:
-    extra = sorted(OPTION_NAMES.get(k, k) for k, v in given.items() if v is not None and k not in accepted)
+    # A boolean option given as false asks for nothing, so any kind accepts it.
+    extra = sorted(
+        OPTION_NAMES.get(k, k)
+        for k, v in given.items()
+        if v is not None and v is not False and k not in accepted
+    )
     if extra:
         names = ", ".join(repr(OPTION_NAMES.get(k, k)) for k in accepted) or "none"
         raise InvalidOptionError(

@@ -176,7 +176,15 @@ def _duration(given: dict[str, str], name: str) -> int | None:
 
 
 def _instant(given: dict[str, str], name: str) -> int | None:
-    return parse_instant_ms(given[name], name) if name in given else None
+    if name not in given:
+        return None
+    value = parse_instant_ms(given[name], name)
+    if not -(2**63) <= value <= 2**63 - 1:
+        raise InvalidOptionError(
+            f"option {name!r} has value {given[name]!r}, outside the epoch-milliseconds range "
+            "of a 64-bit long"
+        )
+    return value
 
 
 def _boolean(given: dict[str, str], name: str) -> bool | None:

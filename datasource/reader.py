@@ -9,7 +9,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from catalog.catalog import Catalog, StoreTable
-from catalog.kinds import Scan
+from catalog.kinds import OPTION_NAMES, Scan
 from catalog.spec import StoreSpec
 from datasource.options import CREATION_OPTIONS, PARAM_OF_OPTION, StoreOptions
 from stores.errors import InvalidOptionError
@@ -75,11 +75,28 @@ def check_creation_options(options: StoreOptions, table: StoreTable) -> None:
             existing: object = spec.kind
         elif name == "numPartitions":
             existing = spec.num_partitions
+        elif PARAM_OF_OPTION[name] in spec.params:
+            existing = spec.params[PARAM_OF_OPTION[name]]
+        elif given is False:
+            continue  # a boolean option given as false asks for nothing the store lacks
         else:
-            existing = spec.params.get(PARAM_OF_OPTION[name], False if isinstance(given, bool) else None)
+            accepted = [OPTION_NAMES.get(p, p) for p in spec.params] or ["none"]
+            raise InvalidOptionError(
+                f"option {name!r} does not apply to store {spec.name!r}, a {spec.kind} store; "
+                f"its options: {', '.join(map(repr, accepted))}"
+            )
         if given != existing:
             raise InvalidOptionError(
-                f"option {name!r} is {given!r} but store {spec.name!r} exists with "
-                f"{name} = {existing!r}; creation options only shape a new store: "
+                f"option {name!r} is {_shown(name, given)} but store {spec.name!r} exists with "
+                f"{name} = {_shown(name, existing)}; creation options only shape a new store: "
                 "drop the option, or write to a new store"
             )
+
+
+def _shown(option: str, value: object) -> str:
+    """An option's parsed value as a user would write it (``true``, ``3600000 ms``, ``'window'``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and option not in ("numPartitions",):
+        return f"{value} ms"
+    return repr(value)

@@ -20,12 +20,11 @@ from pyspark.sql.types import (
 
 from catalog.catalog import Catalog, StoreTable, headers_from_arrow
 from catalog.commit_log import ChangelogFile
-from catalog.kinds import HEADERS, Layout
+from catalog.kinds import HEADERS
 from catalog.spec import StoreSpec
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
 from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
-from stores.records import UNKNOWN_TIMESTAMP
 from stores.types import all_nullable, describe, same_type
 
 #: Rows buffered per task before they are staged as changelog files.
@@ -185,7 +184,6 @@ class StateStoreWriter(DataSourceArrowWriter):
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
-                self._check(batch, table.layout)
                 buffered.append(batch)
                 size += batch.nbytes
                 if size >= FLUSH_BYTES:
@@ -201,23 +199,6 @@ class StateStoreWriter(DataSourceArrowWriter):
             table.abort(staged)  # a failed task leaves nothing behind
             raise
         return StagedFiles(tuple(staged))
-
-    def _check(self, batch: pa.RecordBatch, layout: Layout) -> None:
-        key = batch.column("key")
-        if key.null_count:
-            raise InvalidOptionError(
-                f"column 'key' is null in {key.null_count} row(s); every row needs a key "
-                "(a null value, not a null key, deletes)",
-                code="NULL_KEY",
-            )
-        for time in layout.write_times:
-            nulls = batch.column(time.name).null_count
-            if nulls and not time.unknown_if_null:
-                raise InvalidOptionError(
-                    f"column {time.name!r} is null in {nulls} row(s); every row of a write to "
-                    f"{self.spec.kind} store {self.spec.name!r} needs one",
-                    code="NULL_TIMESTAMP",
-                )
 
     def _millis(self, data: pa.Table, name: str) -> pa.Array:
         """A time column as int64 epoch ms (nulls kept)."""
@@ -237,19 +218,7 @@ class StateStoreWriter(DataSourceArrowWriter):
         layout = table.layout
         columns: dict[str, pa.Array] = {}
         for time in layout.write_times:
-            millis = self._millis(data, time.name)
-            if time.unknown_if_null:
-                millis = millis.fill_null(UNKNOWN_TIMESTAMP)
-                negative = pc.less(millis, UNKNOWN_TIMESTAMP)
-            else:
-                negative = pc.less(millis, 0)
-            if pc.any(negative).as_py():
-                raise InvalidOptionError(
-                    f"column {time.name!r} has values before 1970-01-01; timestamps must be "
-                    ">= 0 ms, as in Kafka",
-                    code="INVALID_TIMESTAMP",
-                )
-            columns[time.name] = millis
+            columns[time.name] = self._millis(data, time.name)  # checked by ``stage``
         if "window_end" in layout.derived and "window_end" in data.column_names:
             self._check_window_end(data, columns["window_start"])
         if layout.headers:
@@ -257,14 +226,6 @@ class StateStoreWriter(DataSourceArrowWriter):
                 columns[HEADERS] = headers_from_arrow(data.column(HEADERS).combine_chunks())
             else:
                 columns[HEADERS] = pa.array([b""] * data.num_rows, pa.binary())
-        if "session_start" in columns:
-            bad = pc.less(columns["session_end"], columns["session_start"])
-            if pc.any(bad).as_py():
-                raise InvalidOptionError(
-                    "column 'session_end' is before 'session_start' in some rows; a session "
-                    "ends at or after its start",
-                    code="INVALID_SESSION",
-                )
         return table.stage(
             data.column("key").combine_chunks(),
             data.column("value").combine_chunks(),

@@ -280,3 +280,36 @@ def test_a_commit_whose_record_landed_before_an_error_is_kept(
     record = table.commit(files)
     monkeypatch.undo()
     assert record.id == 1 and table.to_arrow().to_pylist() == [{"key": 1, "value": 1}]
+
+
+MAX_MS = (2**63 - 1) // 1000
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "columns", "code"),
+    [
+        ("session", {"retention_ms": 10}, {"session_start": [10], "session_end": [5]}, "INVALID_SESSION"),
+        ("window", {"retention_ms": 10, "window_size_ms": 5}, {"window_start": [None]}, "NULL_TIMESTAMP"),
+        ("window", {"retention_ms": 10, "window_size_ms": 5}, {"window_start": [-5]}, "INVALID_TIMESTAMP"),
+        ("window", {"retention_ms": 10, "window_size_ms": 5}, {"window_start": [MAX_MS - 4]}, "INVALID_TIMESTAMP"),
+        ("timestamped", {}, {"timestamp": [MAX_MS + 1]}, "INVALID_TIMESTAMP"),
+        ("timestamped", {}, {"timestamp": [-2]}, "INVALID_TIMESTAMP"),
+        ("versioned", {"history_retention_ms": 10}, {"timestamp": [None]}, "NULL_TIMESTAMP"),
+    ],
+)
+def test_stage_refuses_rows_the_store_could_not_apply(
+    catalog: Catalog, kind: str, params: dict[str, int], columns: dict[str, list[int | None]], code: str
+) -> None:
+    table = catalog.create_store("s", kind, "string", "long", 2, **params)
+    arrays = {name: pa.array(values, pa.int64()) for name, values in columns.items()}
+    with pytest.raises(InvalidOptionError, match=rf"\[{code}\]"):
+        table.stage(pa.array(["a"]), pa.array([1]), arrays)
+    with pytest.raises(InvalidOptionError, match=r"\[NULL_KEY\]"):
+        table.stage(pa.array([None], pa.string()), pa.array([1]), arrays)
+    assert not list(Path(catalog.root).rglob("*.arrow"))
+
+
+def test_stage_reads_a_null_timestamp_of_a_timestamped_store_as_unknown(catalog: Catalog) -> None:
+    table = catalog.create_store("s", "timestamped", "string", "long")
+    table.commit(table.stage(pa.array(["a"]), pa.array([1]), {"timestamp": pa.array([None], pa.int64())}))
+    assert table.to_arrow().to_pylist() == [{"key": "a", "value": 1, "timestamp": None}]

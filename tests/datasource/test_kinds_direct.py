@@ -202,5 +202,20 @@ def test_read_options_for_other_kinds_are_refused(warehouse: str) -> None:
     write(warehouse, {"key": pa.array(["a"]), "value": ms([1])})
     with pytest.raises(InvalidOptionError, match="'windowStartFrom' / 'windowStartTo' apply to window"):
         read(warehouse, windowStartFrom="0")
-    with pytest.raises(InvalidOptionError, match="option 'windowSize' is 5 but store 's' exists"):
+    with pytest.raises(InvalidOptionError, match="'windowSize' does not apply to store 's', a keyvalue"):
         read(warehouse, windowSize="5")
+    assert read(warehouse, headers="false", timestamped="false")  # false asks for nothing
+
+
+def test_creation_options_are_checked_against_a_window_store(warehouse: str) -> None:
+    rows = {"key": pa.array(["a"]), "window_start": ms([0]), "value": ms([1])}
+    write(warehouse, rows, kind="window", windowSize="10", retention="1h")
+    assert read(warehouse, windowSize="10ms", retention="60min", headers="false")
+    with pytest.raises(InvalidOptionError, match="option 'headers' is true but store 's' exists with headers = false"):
+        read(warehouse, headers="true")
+    with pytest.raises(InvalidOptionError, match="option 'retention' is 60000 ms but .* retention = 3600000 ms"):
+        read(warehouse, retention="1 minute")
+    with pytest.raises(InvalidOptionError, match="'historyRetention' does not apply to store 's', a window store; its options: .*'retention'"):
+        read(warehouse, historyRetention="1h")
+    with pytest.raises(InvalidOptionError, match="'windowStartTo' has value .* 64-bit long"):
+        read(warehouse, windowStartTo=str(2**63))
