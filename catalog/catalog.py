@@ -188,11 +188,24 @@ class Catalog:
         return {**table.spec.describe(), "latest_commit": table.log.latest_id()}
 
     def drop(self, name: str) -> None:
-        """Delete a store and all its files.
+        """Delete a store and all its files, or what a failed first write left of one (abort
+        markers and empty changelog folders, with no spec: ``list`` does not show it).
 
         Raises:
-            StoreNotFoundError: no such store.
+            StoreNotFoundError: no such store and no such leftovers.
         """
+        if not self.exists(name) and self.storage.list(name):
+            staged = [
+                f for p in self.storage.list(name, CHANGELOG_DIR)
+                for f in self.storage.list(name, CHANGELOG_DIR, p)
+            ]
+            if staged:
+                raise CommitConflictError(
+                    f"store {name!r} has no spec but holds {len(staged)} staged changelog "
+                    "file(s): a first write to it may be running; drop it after that write ends"
+                )
+            self.storage.delete(name, recursive=True)
+            return
         self.load(name)
         # The spec goes first, so a half-finished drop leaves no store that looks whole.
         self.storage.delete(name, SPEC_FILE)

@@ -313,3 +313,21 @@ def test_stage_reads_a_null_timestamp_of_a_timestamped_store_as_unknown(catalog:
     table = catalog.create_store("s", "timestamped", "string", "long")
     table.commit(table.stage(pa.array(["a"]), pa.array([1]), {"timestamp": pa.array([None], pa.int64())}))
     assert table.to_arrow().to_pylist() == [{"key": "a", "value": 1, "timestamp": None}]
+
+
+def test_drop_clears_what_a_failed_first_write_left_but_not_a_running_one(
+    catalog: Catalog, warehouse: str
+) -> None:
+    from catalog import StoreTable
+    from stores.errors import CommitConflictError, StoreNotFoundError
+
+    table = StoreTable(catalog, catalog.new_spec("s", "keyvalue", "string", "long"))
+    files = table.stage(pa.array(["a"]), pa.array([1]), None, "w1")
+    with pytest.raises(CommitConflictError, match="a first write to it may be running"):
+        catalog.drop("s")
+    table.abort_write("w1", files)  # leaves its abort marker, and no spec
+    assert catalog.list() == [] and Path(warehouse, "s").exists()
+    catalog.drop("s")
+    assert not Path(warehouse, "s").exists()
+    with pytest.raises(StoreNotFoundError):
+        catalog.drop("s")
