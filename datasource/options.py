@@ -47,7 +47,8 @@ CREATION_OPTIONS = (
     "timestamped",
     "headers",
 )
-#: Creation options as ``StoreSpec.params`` keys (``numPartitions`` and ``kind`` are fields).
+#: Creation options as ``StoreSpec.params`` keys, which are also ``StoreOptions`` field names
+#: (``numPartitions`` and ``kind`` are spec fields instead).
 PARAM_OF_OPTION = {
     "historyRetention": "history_retention_ms",
     "segmentInterval": "segment_interval_ms",
@@ -128,22 +129,17 @@ class StoreOptions:
         )
 
     def creation_params(self) -> dict[str, int | bool | str | None]:
-        """The kind parameters given, keyed as ``StoreSpec.params``."""
-        return {param: self.creation_value(option) for option, param in PARAM_OF_OPTION.items()}
+        """The kind parameters given, keyed as ``StoreSpec.params`` (also this class's fields)."""
+        return {param: getattr(self, param) for param in PARAM_OF_OPTION.values()}
 
     def creation_value(self, option: str) -> int | bool | str | None:
         """The parsed value of a creation option (None if not given)."""
-        return {
-            "kind": self.kind,
-            "numPartitions": self.num_partitions,
-            "historyRetention": self.history_retention_ms,
-            "segmentInterval": self.segment_interval_ms,
-            "retention": self.retention_ms,
-            "windowSize": self.window_size_ms,
-            "retainDuplicates": self.retain_duplicates,
-            "timestamped": self.timestamped,
-            "headers": self.headers,
-        }[option]
+        if option == "kind":
+            return self.kind
+        if option == "numPartitions":
+            return self.num_partitions
+        value: int | bool | None = getattr(self, PARAM_OF_OPTION[option])
+        return value
 
     def scan(self) -> Scan:
         """What a read asks for (see ``catalog.kinds.Scan``).

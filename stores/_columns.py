@@ -70,9 +70,10 @@ def checked_long_column(items: Sequence[Any], name: str, minimum: int) -> list[i
 # -- scan batches ---------------------------------------------------------------------------------
 
 
-def _chunked(
+def chunked(
     rows: Iterator[tuple[bytes, bytes]], batch_rows: int
 ) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    """``(key, value)`` pairs as ``(keys, values)`` lists of up to ``batch_rows`` each."""
     while True:
         chunk = list(islice(rows, batch_rows))
         if not chunk:

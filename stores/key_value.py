@@ -120,7 +120,7 @@ class KeyValueStore:
 
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Iterate every key that starts with ``prefix``."""
-        return self._db.range(prefix, _prefix_end(prefix))
+        return self._db.range(prefix, prefix_end(prefix))
 
     def all(self, *, reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
         """Iterate every entry in key byte order (``reverse`` for Kafka's ``reverseAll``)."""
@@ -144,7 +144,7 @@ class KeyValueStore:
         self.close()
 
 
-def _prefix_end(prefix: bytes) -> bytes | None:
+def prefix_end(prefix: bytes) -> bytes | None:
     """The smallest key greater than every key starting with ``prefix`` (None if unbounded)."""
     trimmed = prefix.rstrip(b"\xff")
     if not trimmed:

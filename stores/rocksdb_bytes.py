@@ -18,11 +18,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice
 from typing import cast
 
 from rocksdict import AccessType, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
 
+from stores._columns import chunked
 from stores.errors import CorruptDataError, StoreClosedError, StoreNotFoundError
 
 DEFAULT_CF = "default"
@@ -236,12 +236,8 @@ class RocksDBBytesStore:
         db = self._cf(cf)
         pending = self._pending.get(cf)
         if pending is not None and (pending.writes or pending.ranges):
-            pairs = self.range(start, end, cf)
-            while True:
-                chunk = list(islice(pairs, batch_rows))
-                if not chunk:
-                    return
-                yield [k for k, _ in chunk], [v for _, v in chunk]
+            yield from chunked(self.range(start, end, cf), batch_rows)
+            return
         if db is None:
             return
         read_opt = ReadOptions()

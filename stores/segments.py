@@ -84,12 +84,12 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate, islice
 
 from stores._columns import (
-    _chunked,
     _merge_columns,
     check_same_length,
     checked_bytes_column,
     checked_long_column,
     checked_optional_bytes_column,
+    chunked,
 )
 from stores.errors import CorruptDataError, InvalidOptionError
 from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
@@ -467,7 +467,7 @@ class SegmentedBytesStore:
                 rows = self._physical_span(segment_prefix(low_sid), _after(high_sid), False)
                 if not prefixed:
                     rows = ((key[PREFIX_SIZE:], value) for key, value in rows)
-            return _chunked(rows, batch_rows)
+            return chunked(rows, batch_rows)
         if not key_order:
             batches = self.db.scan_columns(
                 segment_prefix(low_sid), _after(high_sid), self.data_cf, batch_rows=batch_rows

@@ -37,9 +37,9 @@ import os
 import struct
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
 from typing import Any, Generic, TypeVar
 
+from stores._columns import check_same_length, chunked
 from stores.checks import checked_bytes as _checked_key
 from stores.checks import checked_long, checked_optional_bytes
 from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
@@ -53,6 +53,7 @@ from stores.headers_format import (
     with_headers,
 )
 from stores.iterators import KeyValueIterator
+from stores.key_value import prefix_end
 from stores.records import KeyValue, ValueAndTimestamp, ValueTimestampHeaders
 from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
 from stores.timestamped_format import (
@@ -323,7 +324,7 @@ class _DualFormatStore(Generic[R]):
         """
         self._check_open()
         prefix = _checked_key(prefix, "prefix")
-        return self._track(self._iterate(prefix, _prefix_end(prefix), False))
+        return self._track(self._iterate(prefix, prefix_end(prefix), False))
 
     def _track(self, entries: Iterator[KeyValue]) -> KeyValueIterator:
         iterator = KeyValueIterator(entries, str(self._db.path))
@@ -358,7 +359,7 @@ class _DualFormatStore(Generic[R]):
             raise InvalidOptionError(f"batch_rows must be an integer >= 1, got {batch_rows!r}")
         if self._legacy is None:
             return self._db.scan_columns(cf=self._NEW_CF, batch_rows=batch_rows)
-        return _chunks(self._raw_range(None, None, False), batch_rows)
+        return chunked(self._raw_range(None, None, False), batch_rows)
 
     def approximate_num_entries(self) -> int:
         """The number of entries: exact, counted over both column families as Kafka sums them.
@@ -458,7 +459,7 @@ class TimestampedKeyValueStore(_DualFormatStore[ValueAndTimestamp[bytes]]):
             StoreClosedError: the store is closed.
         """
         self._check_open()
-        _same_length(keys, values, timestamps)
+        check_same_length("put_columns", (keys, values, timestamps))
         try:
             raws = [
                 None if v is None else encode_timestamped(v, t)
@@ -531,10 +532,7 @@ class TimestampedKeyValueStoreWithHeaders(_DualFormatStore[ValueTimestampHeaders
         payload = _checked_value(value.value)
         if payload is None:
             return None  # Kafka's serializer turns a null inner value into a delete
-        try:
-            headers_bytes = encode_headers(value.headers)
-        except UnicodeEncodeError as exc:
-            raise InvalidOptionError(f"header keys must be encodable as UTF-8: {exc}") from None
+        headers_bytes = encode_headers(value.headers)  # refuses keys that are not UTF-8
         return with_headers(
             headers_bytes, encode_timestamped(payload, _checked_timestamp(value.timestamp))
         )
@@ -564,7 +562,9 @@ class TimestampedKeyValueStoreWithHeaders(_DualFormatStore[ValueTimestampHeaders
             StoreClosedError: the store is closed.
         """
         self._check_open()
-        _same_length(keys, values, timestamps, *(() if headers is None else (headers,)))
+        check_same_length(
+            "put_columns", (keys, values, timestamps, *(() if headers is None else (headers,)))
+        )
         try:
             if headers is None:
                 raws = [
@@ -597,14 +597,6 @@ class TimestampedKeyValueStoreWithHeaders(_DualFormatStore[ValueTimestampHeaders
         return _headers_columns(self._scan_raw(batch_rows))
 
 
-def _chunks(
-    pairs: Iterator[tuple[bytes, bytes]], batch_rows: int
-) -> Iterator[tuple[list[bytes], list[bytes]]]:
-    while True:
-        chunk = list(islice(pairs, batch_rows))
-        if not chunk:
-            return
-        yield [k for k, _ in chunk], [v for _, v in chunk]
 
 
 def _timestamped_columns(
@@ -690,21 +682,8 @@ def _pairs(entries: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         yield key, value
 
 
-def _same_length(*columns: list[Any]) -> None:
-    lengths = {len(column) for column in columns}
-    if len(lengths) > 1:
-        raise InvalidOptionError(
-            f"keys, values, timestamps (and headers) must have one length, got "
-            f"{[len(column) for column in columns]}"
-        )
 
 
-def _prefix_end(prefix: bytes) -> bytes | None:
-    """The smallest key greater than every key starting with ``prefix`` (None if unbounded)."""
-    trimmed = prefix.rstrip(b"\xff")
-    if not trimmed:
-        return None
-    return trimmed[:-1] + bytes([trimmed[-1] + 1])
 
 
 def _checked_value(value: Any) -> bytes | None:
