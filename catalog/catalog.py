@@ -195,10 +195,7 @@ class Catalog:
             StoreNotFoundError: no such store and no such leftovers.
         """
         if not self.exists(name) and self.storage.list(name):
-            staged = [
-                f for p in self.storage.list(name, CHANGELOG_DIR)
-                for f in self.storage.list(name, CHANGELOG_DIR, p)
-            ]
+            staged = list(changelog_files(self.storage, name))
             if staged:
                 raise CommitConflictError(
                     f"store {name!r} has no spec but holds {len(staged)} staged changelog "
@@ -371,10 +368,9 @@ class StoreTable:
         storage = self.catalog.storage
         storage.write_bytes(b"", self.spec.name, ABORTED_DIR, write_id)
         self.abort(files)
-        for partition_dir in storage.list(self.spec.name, CHANGELOG_DIR):
-            for name in storage.list(self.spec.name, CHANGELOG_DIR, partition_dir):
-                if name.startswith(write_id):
-                    storage.delete(self.spec.name, CHANGELOG_DIR, partition_dir, name)
+        for partition_dir, name in changelog_files(storage, self.spec.name):
+            if name.startswith(write_id):
+                storage.delete(self.spec.name, CHANGELOG_DIR, partition_dir, name)
 
     def was_aborted(self, write_id: str) -> bool:
         """Whether ``abort_write`` has begun for ``write_id``."""
@@ -461,6 +457,14 @@ class StoreTable:
             for batch in self.read_partition(partition, snapshot, scan)
         ]
         return pa.Table.from_batches(batches, schema=self.arrow_schema())
+
+
+def changelog_files(storage: Storage, store_dir: str) -> Iterator[tuple[str, str]]:
+    """``(partition folder, file name)`` of every changelog file under a store, staged or
+    committed."""
+    for partition_dir in storage.list(store_dir, CHANGELOG_DIR):
+        for name in storage.list(store_dir, CHANGELOG_DIR, partition_dir):
+            yield partition_dir, name
 
 
 def headers_to_arrow(raw: pa.Array) -> pa.Array:
