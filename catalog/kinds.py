@@ -429,10 +429,11 @@ def _window_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
     )
 
 
-def _window_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-    layout = _window_layout(params)
+def _spans(store: Any, scan: Scan, layout: Layout) -> Iterator[pa.RecordBatch]:
+    """Raw batches of a window or session store's ``scan_columns``: key, value, start, end,
+    then the record timestamp (timestamped windows) and headersBytes, as the layout has them."""
     schema = layout.raw_schema()
-    timestamped = bool(params.get("timestamped"))
+    timestamped = "timestamp" in layout.read_times
     for chunk in store.scan_columns(BATCH_ROWS, scan.time_from, scan.time_to):
         columns = [
             pa.array(chunk[0], pa.binary()),
@@ -445,6 +446,10 @@ def _window_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.
         if layout.headers:
             columns.append(pa.array(chunk[-1], pa.binary()))
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _window_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    return _spans(store, scan, _window_layout(params))
 
 
 WINDOW = StoreKind(
@@ -497,18 +502,7 @@ def _session_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
 
 
 def _session_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-    layout = _session_layout(params)
-    schema = layout.raw_schema()
-    for chunk in store.scan_columns(BATCH_ROWS, scan.time_from, scan.time_to):
-        columns = [
-            pa.array(chunk[0], pa.binary()),
-            pa.array(chunk[1], pa.binary()),
-            pa.array(chunk[2], _TIME),
-            pa.array(chunk[3], _TIME),
-        ]
-        if layout.headers:
-            columns.append(pa.array(chunk[4], pa.binary()))
-        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+    return _spans(store, scan, _session_layout(params))
 
 
 SESSION = StoreKind(
