@@ -2,13 +2,15 @@
 
 Layout under the root (an fsspec URL)::
 
-    <root>/<store>/spec.json                      the store's spec (created once)
-    <root>/<store>/commits/<id:020d>.json         commit records (see catalog.commit_log)
-    <root>/<store>/changelog/<partition>/<uuid>.arrow   changelog files (catalog.changelog)
+    <root>/<store>/commits/<id:020d>.json         commit records; record 1 holds the spec
+                                                  (see catalog.commit_log)
+    <root>/<store>/changelog/<partition>/<write id>-<task>-<seq>.arrow   changelog files
+    <root>/<store>/aborted/<write id>             abort markers (see StoreTable.abort_write)
 """
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import os
 import uuid
@@ -20,15 +22,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog import faults
 from catalog.changelog import CHANGELOG_DIR, write_changelog
-from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
+from catalog.commit_log import COMMITS_DIR, ChangelogFile, CommitLog, CommitRecord, Txn, record_name
 from catalog.kinds import HEADERS, Layout, Scan, kind_of
 from catalog.local_cache import PartitionCache, default_cache_root
 from catalog.partitioner import partitions_of
-from catalog.spec import StoreSpec, check_store_name
+from catalog.paths import check_store_name, check_write_id
+from catalog.spec import StoreSpec
 from catalog.storage import Storage
 from stores.errors import (
     CommitConflictError,
+    CorruptDataError,
     InvalidOptionError,
     StoreAlreadyExistsError,
     StoreNotFoundError,
@@ -40,8 +45,8 @@ from stores.types import TypeJson, to_arrow
 
 if TYPE_CHECKING:
     from catalog.interactive import StateQueryRequest, StateQueryResult
+    from catalog.maintenance import VacuumReport
 
-SPEC_FILE = "spec.json"
 ABORTED_DIR = "aborted"
 DEFAULT_ROOT = "./state-warehouse"
 TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -52,6 +57,14 @@ _NULL_SIZE = encode_varint(-1)  # a header's null value
 HEADERS_TYPE = pa.list_(
     pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 )
+
+
+def _is_store_name(name: str) -> bool:
+    try:
+        check_store_name(name)
+    except InvalidOptionError:
+        return False
+    return True
 
 
 def resolve_root(root: str | None) -> str:
@@ -65,10 +78,14 @@ class Catalog:
     Args:
         root: fsspec URL or local path; defaults as ``resolve_root``.
         cache_dir: where partition caches live; defaults as ``default_cache_root``.
+        single_writer: on a backend without an atomic create-if-absent, promise that one writer
+            at a time commits to each store (see ``catalog.storage``); refused otherwise.
     """
 
-    def __init__(self, root: str | None = None, cache_dir: str | None = None) -> None:
-        self.storage = Storage(resolve_root(root))
+    def __init__(
+        self, root: str | None = None, cache_dir: str | None = None, *, single_writer: bool = False
+    ) -> None:
+        self.storage = Storage(resolve_root(root), single_writer=single_writer)
         self.cache_dir = cache_dir
 
     @property
@@ -76,23 +93,37 @@ class Catalog:
         return self.storage.root
 
     def list(self) -> list[str]:
-        """Names of every store, sorted."""
-        return [n for n in self.storage.list() if self.storage.exists(n, SPEC_FILE)]
+        """Names of every store, sorted (not those being dropped)."""
+        return [n for n in self.storage.list() if _is_store_name(n) and self._live(n)]
+
+    def _live(self, name: str) -> bool:
+        if not self.storage.exists(name, COMMITS_DIR, record_name(1)):
+            return False
+        try:
+            CommitLog(self.storage, name).latest_id()
+        except StoreNotFoundError:
+            return False  # its newest record drops it
+        except CorruptDataError:
+            pass  # a damaged store is still a store: load() says what is wrong
+        return True
 
     def exists(self, name: str) -> bool:
-        return self.storage.exists(check_store_name(name), SPEC_FILE)
+        return self.storage.exists(check_store_name(name), COMMITS_DIR, record_name(1))
 
     def load(self, name: str) -> StoreTable:
-        """Open a store by name.
+        """Open a store by name, verifying its first commit record (which holds its spec).
 
         Raises:
             StoreNotFoundError: no such store (names the root, the existing stores and the
                 closest match).
+            CorruptDataError: the store's records fail their checks.
         """
         check_store_name(name)
+        log = CommitLog(self.storage, name)
         try:
-            data = self.storage.read_bytes(name, SPEC_FILE)
-        except FileNotFoundError:
+            first = log.first()
+            log.latest_id()  # a dropped store is not found
+        except StoreNotFoundError:
             existing = self.list()
             close = difflib.get_close_matches(name, existing, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -100,7 +131,8 @@ class Catalog:
                 f"store {name!r} does not exist under {self.root}; existing: "
                 f"{', '.join(existing) or 'none'}{hint}"
             ) from None
-        return StoreTable(self, StoreSpec.from_json(data, self.storage.url(name, SPEC_FILE)))
+        where = self.storage.url(name, COMMITS_DIR, record_name(1))
+        return StoreTable(self, StoreSpec.from_dict(first.spec, where, name), log)
 
     def new_spec(
         self,
@@ -132,16 +164,15 @@ class Catalog:
         return spec
 
     def create(self, spec: StoreSpec) -> StoreTable:
-        """Create a store from a spec made by ``new_spec``.
+        """Create an empty store from a spec made by ``new_spec``: its commit record 1.
 
         Raises:
             StoreAlreadyExistsError: a store of that name exists.
         """
-        if not self.storage.write_if_absent(spec.to_json(), spec.name, SPEC_FILE):
-            raise StoreAlreadyExistsError(
-                f"store {spec.name!r} already exists under {self.root}"
-            )
-        return StoreTable(self, spec)
+        self.storage.require_atomic_commit()
+        table = StoreTable(self, spec)
+        table.log.publish("create", [], uuid.uuid4().hex, spec=spec.to_dict())
+        return table
 
     def create_store(
         self,
@@ -154,23 +185,6 @@ class Catalog:
     ) -> StoreTable:
         """Create a store (see ``new_spec`` for the arguments)."""
         return self.create(self.new_spec(name, kind, key_type, value_type, num_partitions, **params))
-
-    def ensure(self, spec: StoreSpec) -> StoreTable:
-        """Create the store of ``spec`` unless it exists; return the store as it is.
-
-        Raises:
-            CommitConflictError: a store of that name was created meanwhile with another spec.
-        """
-        try:
-            return self.create(spec)
-        except StoreAlreadyExistsError:
-            table = self.load(spec.name)
-            if table.spec.store_id != spec.store_id and not table.compatible_with(spec):
-                raise CommitConflictError(
-                    f"store {spec.name!r} was created by another writer with a different "
-                    f"spec ({table.spec.describe()}); nothing was written"
-                ) from None
-            return table
 
     def query(self, request: StateQueryRequest) -> StateQueryResult:
         """Run an Interactive Queries v2 request over a store (see ``catalog.interactive``).
@@ -187,36 +201,81 @@ class Catalog:
         table = self.load(name)
         return {**table.spec.describe(), "latest_commit": table.log.latest_id()}
 
+    def vacuum(
+        self,
+        name: str | None = None,
+        *,
+        older_than_ms: int | None = None,
+        dry_run: bool = False,
+    ) -> builtins.list[VacuumReport]:
+        """Delete what failed writes left (staged files no commit lists, temporary files, abort
+        markers) once older than ``older_than_ms`` (default 7 days); see ``catalog.maintenance``.
+
+        Args:
+            name: one store (or what a failed first write left under that name); None for
+                every store of the warehouse.
+            older_than_ms: the safety window: longer than your longest write.
+            dry_run: only report what would be deleted.
+
+        Raises:
+            StoreNotFoundError: nothing of that name exists.
+        """
+        from catalog.maintenance import DEFAULT_OLDER_THAN_MS, vacuum, vacuum_all
+
+        window = DEFAULT_OLDER_THAN_MS if older_than_ms is None else older_than_ms
+        if name is None:
+            return vacuum_all(self.storage, older_than_ms=window, dry_run=dry_run)
+        return [vacuum(self.storage, name, older_than_ms=window, dry_run=dry_run)]
+
     def drop(self, name: str) -> None:
-        """Delete a store and all its files, or what a failed first write left of one (abort
-        markers and empty changelog folders, with no spec: ``list`` does not show it).
+        """Delete a store and all its files, or what a failed first write or an unfinished drop
+        left of one (``list`` shows neither).
+
+        A ``drop`` record is published first: from then on readers find no store and a writer
+        racing the drop fails instead of being acknowledged. Then the files go, the records
+        last, so a drop that dies half-way is finished by the next ``drop``.
 
         Raises:
             StoreNotFoundError: no such store and no such leftovers.
+            CommitConflictError: no store, but staged files show a first write may be running.
         """
-        if not self.exists(name) and self.storage.list(name):
-            staged = list(changelog_files(self.storage, name))
-            if staged:
+        check_store_name(name)
+        storage = self.storage
+        if not self.exists(name):
+            if not storage.list(name):
+                self.load(name)  # raises StoreNotFoundError naming the existing stores
+            staged = list(changelog_files(storage, name))
+            if staged and not CommitLog(storage, name).listed_ids():
                 raise CommitConflictError(
-                    f"store {name!r} has no spec but holds {len(staged)} staged changelog "
+                    f"store {name!r} has no commit but holds {len(staged)} staged changelog "
                     "file(s): a first write to it may be running; drop it after that write ends"
                 )
-            self.storage.delete(name, recursive=True)
-            return
-        self.load(name)
-        # The spec goes first, so a half-finished drop leaves no store that looks whole.
-        self.storage.delete(name, SPEC_FILE)
-        self.storage.delete(name, recursive=True)
+        else:
+            try:
+                table = self.load(name)
+            except (CorruptDataError, StoreNotFoundError):
+                # A damaged store can still be dropped (its writers fail anyway); a drop that
+                # died after its record is finished.
+                table = None
+            if table is not None:
+                table.log.publish("drop", [], f"drop-{uuid.uuid4().hex}")
+                faults.point("drop.after_record")
+        for entry in storage.list(name):
+            if entry != COMMITS_DIR:
+                storage.delete(name, entry, recursive=True)
+        for commit_id in CommitLog(storage, name).listed_ids():  # ascending: the drop stays last
+            storage.delete(name, COMMITS_DIR, record_name(commit_id))
+        storage.delete(name, recursive=True)
 
 
 class StoreTable:
     """One store: its spec, commit log, writers and readers."""
 
-    def __init__(self, catalog: Catalog, spec: StoreSpec) -> None:
+    def __init__(self, catalog: Catalog, spec: StoreSpec, log: CommitLog | None = None) -> None:
         self.catalog = catalog
         self.spec = spec
         self.kind = kind_of(spec.kind)
-        self.log = CommitLog(catalog.storage, spec.name, spec.store_id)
+        self.log = log or CommitLog(catalog.storage, spec.name, spec.store_id)
 
     def compatible_with(self, other: StoreSpec) -> bool:
         """Whether data written for ``other`` can go into this store unchanged."""
@@ -265,9 +324,11 @@ class StoreTable:
         Raises:
             InvalidOptionError: a missing changelog column (MISSING_COLUMN), a null key
                 (NULL_KEY), a null or out-of-range time (NULL_TIMESTAMP, INVALID_TIMESTAMP), a
-                session ending before its start (INVALID_SESSION).
+                session ending before its start (INVALID_SESSION); a backend where commits
+                are not atomic and no single-writer promise (NO_ATOMIC_COMMIT).
         """
-        name = f"{write_id or uuid.uuid4().hex}-{sequence:09d}"
+        self.catalog.storage.require_atomic_commit()
+        name = f"{check_write_id(write_id) if write_id else uuid.uuid4().hex}-{sequence:09d}"
         spec = self.spec
         schema = self.layout.changelog_schema()
         if keys.null_count:
@@ -344,32 +405,101 @@ class StoreTable:
                 code="INVALID_SESSION",
             )
 
-    def commit(self, files: list[ChangelogFile], *, overwrite: bool = False) -> CommitRecord:
-        """Publish staged files as the next commit (see ``catalog.commit_log``)."""
-        return self.log.publish(
-            "overwrite" if overwrite else "append",
-            sorted(files, key=lambda f: (f.partition, f.path)),
-            {"rows": sum(f.rows for f in files), "files": len(files)},
-        )
+    def commit(
+        self,
+        files: list[ChangelogFile],
+        *,
+        overwrite: bool = False,
+        write_id: str | None = None,
+        txn: Txn | None = None,
+        creates: bool = False,
+    ) -> CommitRecord | None:
+        """Publish staged files as the next commit (see ``catalog.commit_log``).
+
+        Args:
+            files: what the write's tasks staged.
+            overwrite: replace the store's contents.
+            write_id: the write's id (the prefix of its staged files); a fresh one if None.
+            txn: the write's (app id, version); a write whose version is not newer than the
+                store's last committed version for that app id is skipped.
+            creates: the write creates the store (record 1 holds the spec and these files);
+                if another writer created it meanwhile with the same spec, the write becomes
+                an append (or overwrite) to it.
+
+        Returns:
+            The commit record; None if ``txn`` was already committed: the staged files are
+            deleted and nothing is written.
+
+        Raises:
+            CommitConflictError: the store was created meanwhile with another spec, or other
+                writers won every attempt.
+            StoreNotFoundError: the store was dropped.
+        """
+        write_id = write_id or uuid.uuid4().hex
+        ordered = sorted(files, key=lambda f: (f.partition, f.path))
+        summary = {"rows": sum(f.rows for f in files), "files": len(files),
+                   "bytes": sum(f.size for f in files)}  # fmt: skip
+        operation = "overwrite" if overwrite else "append"
+        if not creates:
+            record = self.log.publish(operation, ordered, write_id, summary=summary, txn=txn)
+        else:
+            try:
+                record = self.log.publish(
+                    operation, ordered, write_id, summary=summary, spec=self.spec.to_dict(), txn=txn
+                )
+            except StoreAlreadyExistsError:
+                existing = self.catalog.load(self.spec.name)
+                first = existing.log.first()
+                if first.write_id == write_id:
+                    return first  # this write created it; an earlier outcome was unknown
+                if not existing.compatible_with(self.spec):
+                    raise CommitConflictError(
+                        f"store {self.spec.name!r} was created by another writer with a "
+                        f"different spec ({existing.spec.describe()}); nothing was written"
+                    ) from None
+                self.spec, self.log = existing.spec, existing.log
+                record = self.log.publish(operation, ordered, write_id, summary=summary, txn=txn)
+        if record is None:
+            self.abort(files)  # skipped: nothing lists these files
+        return record
 
     def abort(self, files: list[ChangelogFile]) -> None:
-        """Delete staged files that will never be committed."""
+        """Delete staged files that no commit lists (a failed task's own files)."""
         for ref in files:
             self.catalog.storage.delete(self.spec.name, ref.path)
 
-    def abort_write(self, write_id: str, files: list[ChangelogFile]) -> None:
-        """Abort a whole write: its reported files and any other file it staged.
+    def abort_write(self, write_id: str, files: list[ChangelogFile], after: int = 0) -> None:
+        """Abort a whole write: its reported files and any other file it staged, unless the log
+        shows that it committed.
 
-        Spark aborts a job while some of its tasks may still run, and a task's result can be
-        lost. The abort marker is written first; a task checks it after staging its files
-        (``was_aborted``) and deletes its own files if it is there. Either the listing below
-        sees a task's file, or the task sees the marker.
+        Spark calls abort when ``commit`` failed, and the commit may have published its record
+        before failing (a process killed after the record, an interrupt): the log is read, and
+        a committed write keeps every file its record lists. Spark also aborts a job while some
+        of its tasks may still run, and a task's result can be lost: the abort marker is written
+        first; a task checks it after staging its files (``was_aborted``) and deletes its own
+        files if it is there. Either the listing below sees a task's file, or the task sees the
+        marker.
+
+        Args:
+            write_id: the write's id.
+            files: the files its tasks reported.
+            after: the newest commit id when the write was planned (its record, if any, is
+                newer).
         """
         storage = self.catalog.storage
-        storage.write_bytes(b"", self.spec.name, ABORTED_DIR, write_id)
-        self.abort(files)
+        storage.write_bytes(b"", self.spec.name, ABORTED_DIR, check_write_id(write_id))
+        try:
+            committed = CommitLog(storage, self.spec.name).find_write(write_id, after)
+        except StoreNotFoundError:
+            committed = None  # a first write that never created its store
+        listed = {f.path for f in committed.files} if committed else set()
+        faults.point("abort.before_delete")
+        for ref in files:
+            if ref.path not in listed:
+                storage.delete(self.spec.name, ref.path)
         for partition_dir, name in changelog_files(storage, self.spec.name):
-            if name.startswith(write_id):
+            path = f"{CHANGELOG_DIR}/{partition_dir}/{name}"
+            if name.startswith(write_id) and path not in listed:
                 storage.delete(self.spec.name, CHANGELOG_DIR, partition_dir, name)
 
     def was_aborted(self, write_id: str) -> bool:

@@ -20,7 +20,9 @@ import zlib
 
 import pyarrow as pa
 
+from catalog import faults
 from catalog.commit_log import ChangelogFile
+from catalog.paths import changelog_path
 from catalog.storage import Storage
 from stores.errors import CorruptDataError
 
@@ -40,8 +42,9 @@ def write_changelog(
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=1 << 16)
     data = sink.getvalue().to_pybytes()
-    rel = f"{CHANGELOG_DIR}/{partition:05d}/{name}.arrow"
+    rel = changelog_path(partition, name)
     storage.write_bytes(data, store_dir, rel)
+    faults.point("stage.file_written")
     return ChangelogFile(
         partition=partition, path=rel, rows=table.num_rows, size=len(data), crc32=zlib.crc32(data)
     )

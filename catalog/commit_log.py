@@ -1,30 +1,64 @@
-"""The commit log: numbered, immutable commit records that publish staged changelog files.
+"""The commit log: numbered, immutable, checksummed commit records; the truth of a store.
 
 Spark's two-phase write maps onto Kafka's changelog + ``commit(offset)``:
 
 1. each writer task stages immutable changelog files (``catalog.changelog``), one per store
-   partition it touched, under unique names: invisible to readers;
+   partition it touched, named after the write: invisible to readers;
 2. the driver publishes commit record N (``commits/<N, 20 digits>.json``) listing every staged
-   file, created only if absent (atomic on the local filesystem, see ``catalog.storage``). The
-   record is the commit point: readers see exactly the files of existing records;
-3. on abort, the driver deletes the staged files; no record is written.
+   file, created only if absent (atomic: see ``catalog.storage``). The record is the commit
+   point: readers see exactly the files of existing records;
+3. an abort deletes the write's staged files, unless the log shows it committed.
 
 A commit id plays the role of Kafka's changelog offset: a partition's local cache records the
 last id it applied, and catches up by replaying the files of newer records.
+
+A record (JSON, keys sorted; ``checksum`` covers every other field):
+
+| field          | meaning                                                                  |
+|----------------|--------------------------------------------------------------------------|
+| ``format``       | 2                                                                        |
+| ``store_id``     | the store's id (so a record copied from another store is refused)        |
+| ``id``           | its own commit id, checked against its file name                         |
+| ``prev``         | the checksum of record ``id - 1`` ("" for 1): a deleted, reordered or     |
+|                | replaced record breaks the chain                                         |
+| ``operation``    | ``create`` (record 1, with ``spec``), ``append``, ``overwrite``, ``drop``        |
+| ``write_id``     | the write that published it (an abort asks the log whether it committed) |
+| ``files``        | the changelog files: partition, path, rows, size, crc32                  |
+| ``spec``         | the store's spec (record 1: a store exists once its first record does)   |
+| ``txn``          | the writer's (app_id, version), for idempotent writes                    |
+| ``txns``         | the newest committed version per app id, carried forward record to record |
+| ``checksum``     | ``crc32:<8 hex>`` of the canonical JSON of the other fields               |
+
+A store exists once record 1 exists; a ``drop`` record as the newest record means it is gone.
+Ids run 1..N without gaps: a gap is corruption, never skipped.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
-from dataclasses import asdict, dataclass, field
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
+from catalog import faults
+from catalog.paths import check_changelog_path, check_store_id
 from catalog.storage import Storage
-from stores.errors import CommitConflictError, CorruptDataError
+from stores.errors import (
+    CommitConflictError,
+    CorruptDataError,
+    StoreAlreadyExistsError,
+    StoreNotFoundError,
+)
 
 COMMITS_DIR = "commits"
-_MAX_ATTEMPTS = 20
+FORMAT = 2
+OPERATIONS = ("create", "append", "overwrite", "drop")
+_MAX_ATTEMPTS = 50
+_RECORD_NAME = re.compile(r"(\d{20})\.json")
 
 
 @dataclass(frozen=True)
@@ -39,14 +73,61 @@ class ChangelogFile:
 
 
 @dataclass(frozen=True)
+class Txn:
+    """An idempotent write's identity (Delta's ``txnAppId`` / ``txnVersion``)."""
+
+    app_id: str
+    version: int
+
+
+def seal(body: Mapping[str, Any]) -> bytes:
+    """JSON of ``body`` plus a ``checksum`` field over its canonical form."""
+    return json.dumps({**body, "checksum": checksum_of(body)}, indent=1, sort_keys=True).encode()
+
+
+def checksum_of(body: Mapping[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    return f"crc32:{zlib.crc32(canonical):08x}"
+
+
+def unseal(data: bytes, where: str) -> dict[str, Any]:
+    """Parse sealed JSON and verify its checksum.
+
+    Raises:
+        CorruptDataError: not JSON, no checksum, or a checksum that does not match.
+    """
+    try:
+        raw = json.loads(data)
+    except ValueError as exc:
+        raise CorruptDataError(f"{where} is not valid JSON: {exc}") from exc
+    if not isinstance(raw, dict) or not isinstance(raw.get("checksum"), str):
+        raise CorruptDataError(f"{where} has no checksum; it was not written by state-store 0.2+")
+    stored = raw.pop("checksum")
+    actual = checksum_of(raw)
+    if stored != actual:
+        raise CorruptDataError(
+            f"{where} fails its checksum ({actual}, recorded {stored}): it was changed after "
+            "it was written"
+        )
+    return raw
+
+
+@dataclass(frozen=True)
 class CommitRecord:
     """A published commit. ``overwrite`` commits replace every partition's contents."""
 
+    store_id: str
     id: int
-    operation: str  # "append" | "overwrite"
+    operation: str
     files: tuple[ChangelogFile, ...]
+    write_id: str
+    prev: str = ""
     timestamp_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     summary: dict[str, Any] = field(default_factory=dict)
+    spec: dict[str, Any] | None = None
+    txn: Txn | None = None
+    txns: dict[str, int] = field(default_factory=dict)
+    checksum: str = ""
 
     @property
     def overwrite(self) -> bool:
@@ -55,111 +136,347 @@ class CommitRecord:
     def files_for(self, partition: int) -> list[ChangelogFile]:
         return [f for f in self.files if f.partition == partition]
 
+    def body(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "store_id": self.store_id,
+            "id": self.id,
+            "prev": self.prev,
+            "operation": self.operation,
+            "write_id": self.write_id,
+            "timestamp_ms": self.timestamp_ms,
+            "files": [
+                {"partition": f.partition, "path": f.path, "rows": f.rows, "size": f.size,
+                 "crc32": f.crc32}
+                for f in self.files
+            ],
+            "summary": self.summary,
+            "spec": self.spec,
+            "txn": None if self.txn is None else {"app_id": self.txn.app_id,
+                                                  "version": self.txn.version},
+            "txns": self.txns,
+        }  # fmt: skip
+
     def to_json(self) -> bytes:
-        return json.dumps(asdict(self), indent=1).encode()
+        return seal(self.body())
 
     @classmethod
-    def from_json(cls, data: bytes, where: str) -> CommitRecord:
+    def from_json(
+        cls, data: bytes, where: str, commit_id: int, store_id: str | None
+    ) -> CommitRecord:
+        """Parse and verify a record read from ``where``, which must be record ``commit_id``
+        of store ``store_id`` (None: not known yet, when record 1 introduces the store).
+
+        Raises:
+            CorruptDataError: a failed checksum, another id or store than its name and place
+                say, an unknown operation, or a file path that leaves the store (UNSAFE_PATH).
+        """
+        raw = unseal(data, where)
         try:
-            raw = json.loads(data)
-            raw["files"] = tuple(ChangelogFile(**f) for f in raw["files"])
-            return cls(**raw)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise CorruptDataError(f"commit record {where} cannot be read: {exc}") from exc
+            if raw["format"] != FORMAT:
+                raise CorruptDataError(f"{where} has format {raw['format']!r}; expected {FORMAT}")
+            record = cls(
+                store_id=check_store_id(raw["store_id"], where),
+                id=int(raw["id"]),
+                operation=str(raw["operation"]),
+                files=tuple(
+                    ChangelogFile(
+                        partition=int(f["partition"]),
+                        path=check_changelog_path(f["path"], f["partition"], where),
+                        rows=int(f["rows"]),
+                        size=int(f["size"]),
+                        crc32=int(f["crc32"]),
+                    )
+                    for f in raw["files"]
+                ),
+                write_id=str(raw["write_id"]),
+                prev=str(raw["prev"]),
+                timestamp_ms=int(raw["timestamp_ms"]),
+                summary=dict(raw["summary"]),
+                spec=None if raw["spec"] is None else dict(raw["spec"]),
+                txn=None if raw["txn"] is None else Txn(str(raw["txn"]["app_id"]),
+                                                        int(raw["txn"]["version"])),
+                txns={str(k): int(v) for k, v in dict(raw["txns"]).items()},
+                checksum=checksum_of(raw),
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CorruptDataError(f"{where} is not a commit record: {exc!r}") from exc
+        if record.id != commit_id:
+            raise CorruptDataError(f"{where} holds commit {record.id}, not {commit_id}")
+        if store_id is not None and record.store_id != store_id:
+            raise CorruptDataError(
+                f"{where} belongs to store id {record.store_id}, not this store's {store_id}"
+            )
+        if record.operation not in OPERATIONS:
+            raise CorruptDataError(f"{where} has unknown operation {record.operation!r}")
+        if (record.id == 1) != (record.operation == "create") or (record.id == 1) != (
+            record.spec is not None
+        ):
+            raise CorruptDataError(f"{where}: only commit 1 creates the store and holds its spec")
+        return record
 
 
-def _name(commit_id: int) -> str:
+def record_name(commit_id: int) -> str:
     return f"{commit_id:020d}.json"
 
 
-# Commit records are immutable, so a process may keep every one it has read.
+# Commit records are immutable and verified, so a process keeps every one it has read.
 _RECORDS: dict[tuple[str, int], CommitRecord] = {}
 
 
 class CommitLog:
-    """The commit records of one store, at ``<root>/<store>/commits/``."""
+    """The commit records of one store, at ``<root>/<store>/commits/``.
 
-    def __init__(self, storage: Storage, store_dir: str, store_id: str) -> None:
+    Args:
+        storage: the warehouse.
+        store_dir: the store's directory (its name).
+        store_id: the store's id; None to take it from record 1 (``first``).
+    """
+
+    def __init__(self, storage: Storage, store_dir: str, store_id: str | None = None) -> None:
         self.storage = storage
         self.store_dir = store_dir
         self.store_id = store_id
 
-    def ids(self) -> list[int]:
-        """Every published commit id, ascending."""
+    def _where(self, commit_id: int) -> str:
+        return self.storage.url(self.store_dir, COMMITS_DIR, record_name(commit_id))
+
+    def listed_ids(self) -> list[int]:
+        """Ids of the record files present, ascending (no checks)."""
         return sorted(
-            int(n[:-5])
+            int(m.group(1))
             for n in self.storage.list(self.store_dir, COMMITS_DIR)
-            if n.endswith(".json") and n[:-5].isdigit()
+            if (m := _RECORD_NAME.fullmatch(n))
         )
 
+    def ids(self) -> list[int]:
+        """Every published commit id, ascending: 1..N.
+
+        Raises:
+            StoreNotFoundError: the newest record drops the store.
+            CorruptDataError: the ids have a gap (a record was deleted).
+        """
+        ids = self.listed_ids()
+        if ids and ids != list(range(1, len(ids) + 1)):
+            if self.read(ids[-1]).operation == "drop":
+                raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
+            missing = sorted(set(range(1, ids[-1] + 1)) - set(ids))
+            shown = ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else "")
+            raise CorruptDataError(
+                f"commit log {self.storage.url(self.store_dir, COMMITS_DIR)} is missing "
+                f"commit(s) {shown}; records are never deleted, so the log was damaged",
+                code="COMMIT_LOG_GAP",
+            )
+        return ids
+
     def latest_id(self) -> int:
-        """The newest commit id, 0 if the store has none."""
+        """The newest commit id, 0 if the store has none.
+
+        Raises:
+            StoreNotFoundError: the newest record drops the store.
+        """
         ids = self.ids()
+        if ids and self.read(ids[-1]).operation == "drop":
+            raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
         return ids[-1] if ids else 0
 
+    def first(self) -> CommitRecord:
+        """Record 1, which creates the store; sets ``store_id`` if it was not known.
+
+        Raises:
+            StoreNotFoundError: there is no record 1.
+        """
+        if self.store_id is not None:
+            return self.read(1)
+        try:
+            data = self.storage.read_bytes(self.store_dir, COMMITS_DIR, record_name(1))
+        except FileNotFoundError:
+            raise StoreNotFoundError(f"no store at {self.storage.url(self.store_dir)}") from None
+        record = CommitRecord.from_json(data, self._where(1), 1, None)
+        self.store_id = record.store_id
+        _RECORDS[(record.store_id, 1)] = record
+        return record
+
     def read(self, commit_id: int) -> CommitRecord:
-        """Read one commit record (cached: records never change)."""
+        """Read and verify one commit record (cached: records never change).
+
+        Raises:
+            CorruptDataError: the record is missing or fails its checks.
+        """
+        if self.store_id is None:
+            self.first()
+        assert self.store_id is not None
         cache_key = (self.store_id, commit_id)
         record = _RECORDS.get(cache_key)
         if record is None:
-            where = self.storage.url(self.store_dir, COMMITS_DIR, _name(commit_id))
             try:
-                data = self.storage.read_bytes(self.store_dir, COMMITS_DIR, _name(commit_id))
+                data = self.storage.read_bytes(self.store_dir, COMMITS_DIR, record_name(commit_id))
             except FileNotFoundError as exc:
-                raise CorruptDataError(f"commit record {where} is missing") from exc
-            record = CommitRecord.from_json(data, where)
+                raise CorruptDataError(f"commit record {self._where(commit_id)} is missing") from exc
+            record = CommitRecord.from_json(data, self._where(commit_id), commit_id, self.store_id)
             _RECORDS[cache_key] = record
         return record
+
+    def chain(self, start: int, end: int) -> list[CommitRecord]:
+        """Records ``start..end``, each verified to follow its predecessor.
+
+        Raises:
+            CorruptDataError: a record does not name its predecessor's checksum.
+        """
+        records = [self.read(i) for i in range(max(start - 1, 1), end + 1)]
+        for before, after in pairwise(records):
+            if after.prev != before.checksum:
+                raise CorruptDataError(
+                    f"commit record {self._where(after.id)} does not follow record {before.id} "
+                    f"(it names predecessor {after.prev!r}, which is {before.checksum!r}): a "
+                    "record was replaced or reordered",
+                    code="COMMIT_LOG_GAP",
+                )
+        return [r for r in records if r.id >= start]
 
     def replay_plan(self, applied: int, target: int) -> tuple[bool, list[CommitRecord]]:
         """The commits a cache at ``applied`` must apply to reach ``target``.
 
         Returns (reset, records): ``reset`` is True when an overwrite lies in the range, in which
         case the cache must be emptied and ``records`` start at the newest such overwrite.
+
+        Raises:
+            StoreNotFoundError: a record in the range drops the store.
+            CorruptDataError: the records do not chain (see ``chain``).
         """
-        ids = [i for i in self.ids() if applied < i <= target]
-        records = [self.read(i) for i in ids]
+        if target <= applied:
+            return False, []
+        records = self.chain(applied + 1, target)
+        if any(r.operation == "drop" for r in records):
+            raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
         for index in range(len(records) - 1, -1, -1):
             if records[index].overwrite:
                 return True, records[index:]
         return False, records
 
-    def _holds(self, commit_id: int, data: bytes) -> bool:
-        try:
-            return self.storage.read_bytes(self.store_dir, COMMITS_DIR, _name(commit_id)) == data
-        except FileNotFoundError:
-            return False
+    def find_write(self, write_id: str, after: int = 0) -> CommitRecord | None:
+        """The record that published ``write_id``, looking at ids above ``after``; None if the
+        write has not committed."""
+        for commit_id in self.listed_ids():
+            if commit_id > after:
+                record = self.read(commit_id)
+                if record.write_id == write_id:
+                    return record
+        return None
 
     def publish(
-        self, operation: str, files: list[ChangelogFile], summary: dict[str, Any] | None = None
-    ) -> CommitRecord:
-        """Publish the next commit record; retried on a lost race, as appends commute.
+        self,
+        operation: str,
+        files: list[ChangelogFile],
+        write_id: str,
+        *,
+        summary: dict[str, Any] | None = None,
+        spec: dict[str, Any] | None = None,
+        txn: Txn | None = None,
+    ) -> CommitRecord | None:
+        """Publish the next commit record, retried on a lost race (appends commute).
+
+        An unknown outcome (the create raised, or this process lost track of it) is resolved by
+        reading the log: every attempt first looks for a record of ``write_id``, so a write is
+        published at most once. With ``spec``, this creates the store as record 1.
+
+        Returns:
+            The published record; None if ``txn`` was already committed (the write is skipped).
 
         Raises:
+            StoreAlreadyExistsError: creating, and record 1 exists.
+            StoreNotFoundError: the store does not exist or was dropped meanwhile.
             CommitConflictError: another committer won every one of many attempts.
         """
+        base = None
         for _ in range(_MAX_ATTEMPTS):
+            latest = self._latest_for_publish(spec is not None)
+            if base is None:
+                base = latest
+            mine = self.find_write(write_id, after=base) if latest > base else None
+            if mine is not None:
+                return mine
+            previous = self.read(latest) if latest else None
+            txns = dict(previous.txns) if previous else {}
+            if txn is not None:
+                if txns.get(txn.app_id, -1) >= txn.version:
+                    return None
+                txns[txn.app_id] = txn.version
             record = CommitRecord(
-                id=self.latest_id() + 1,
-                operation=operation,
+                store_id=self.store_id or (spec or {}).get("store_id", ""),
+                id=latest + 1,
+                operation="create" if spec is not None else operation,
                 files=tuple(files),
+                write_id=write_id,
+                prev=previous.checksum if previous else "",
                 summary=summary or {},
+                spec=spec,
+                txn=txn,
+                txns=txns,
             )
             data = record.to_json()
+            faults.point("commit.before_record")
             try:
                 created = self.storage.write_if_absent(
-                    data, self.store_dir, COMMITS_DIR, _name(record.id)
+                    data, self.store_dir, COMMITS_DIR, record_name(record.id)
                 )
             except Exception:
-                # The record may be visible although the call failed (after the link, on the
-                # directory fsync, or an uncertain object-store put): then it is published,
-                # and its files must not be deleted as those of a failed write.
+                # The record may have landed although the call failed (after the link, on the
+                # directory fsync, an uncertain object-store put): the log decides.
                 if self._holds(record.id, data):
-                    return record
-                raise
+                    created = True
+                else:
+                    raise
             if created:
-                return record
+                published = CommitRecord.from_json(
+                    data, self._where(record.id), record.id, record.store_id
+                )
+                self.store_id = published.store_id
+                _RECORDS[(published.store_id, published.id)] = published
+                faults.point("commit.after_record")
+                self._check_not_dropped(published)
+                return published
+            if spec is not None:
+                raise StoreAlreadyExistsError(
+                    f"store {self.store_dir!r} was created by another writer meanwhile"
+                )
         raise CommitConflictError(
             f"could not publish a commit to {self.storage.url(self.store_dir)} after "
             f"{_MAX_ATTEMPTS} attempts: other writers keep committing; retry the write"
         )
+
+    def _latest_for_publish(self, creating: bool) -> int:
+        if creating:
+            if self.listed_ids():
+                raise StoreAlreadyExistsError(
+                    f"store {self.store_dir!r} already exists under {self.storage.root} (or "
+                    "holds what an unfinished drop left: drop it again)"
+                )
+            return 0
+        if self.store_id is None:
+            self.first()
+        return self.latest_id()
+
+    def _holds(self, commit_id: int, data: bytes) -> bool:
+        try:
+            return self.storage.read_bytes(self.store_dir, COMMITS_DIR, record_name(commit_id)) == data
+        except FileNotFoundError:
+            return False
+
+    def _check_not_dropped(self, record: CommitRecord) -> None:
+        """After publishing: if the store was dropped (and its files deleted) between reading
+        the predecessor and creating this record, the record sits in a store that no longer
+        exists; it is removed and the write fails, so no acknowledged write is lost."""
+        if record.id == 1:
+            return
+        try:
+            data = self.storage.read_bytes(self.store_dir, COMMITS_DIR, record_name(1))
+            same = json.loads(data).get("store_id") == record.store_id
+        except (FileNotFoundError, ValueError, AttributeError):
+            same = False
+        if not same:
+            self.storage.delete(self.store_dir, COMMITS_DIR, record_name(record.id))
+            raise StoreNotFoundError(
+                f"store {self.store_dir!r} was dropped while this write committed; nothing "
+                "was written"
+            )

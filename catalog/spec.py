@@ -1,34 +1,17 @@
-"""A store's spec: what it is, persisted as ``spec.json`` next to its data."""
+"""A store's spec: what it is, kept in the store's first commit record."""
 
 from __future__ import annotations
 
-import json
-import re
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from catalog.paths import check_store_id, check_store_name
 from stores.errors import CorruptDataError, InvalidOptionError
 from stores.types import TypeJson, describe
 
-FORMAT_VERSION = 1
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
-
-
-def check_store_name(name: str) -> str:
-    """Return ``name`` if it can name a store (it becomes a directory name).
-
-    Raises:
-        InvalidOptionError: the name is empty or has characters other than letters, digits,
-            ``_``, ``.`` and ``-``.
-    """
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise InvalidOptionError(
-            f"store name {name!r} is not valid; use letters, digits, '_', '.' and '-' "
-            "(not starting with '.' or '-')"
-        )
-    return name
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -58,31 +41,43 @@ class StoreSpec:
     format_version: int = FORMAT_VERSION
     created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
-    def to_json(self) -> bytes:
-        """Serialize for ``spec.json``."""
-        return json.dumps(asdict(self), indent=2, sort_keys=True).encode()
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as JSON-able data (commit record 1 holds it)."""
+        return asdict(self)
 
     @classmethod
-    def from_json(cls, data: bytes, where: str) -> StoreSpec:
-        """Parse ``spec.json``.
+    def from_dict(cls, raw: Any, where: str, name: str) -> StoreSpec:
+        """Rebuild a spec read from ``where`` for the store directory ``name``.
 
         Raises:
-            CorruptDataError: the file is not a spec this version understands.
+            CorruptDataError: not a spec this version understands, or one that names another
+                store or an unsafe store id.
         """
-        try:
-            raw = json.loads(data)
-            version = raw.get("format_version", FORMAT_VERSION)
-        except (ValueError, AttributeError) as exc:
-            raise CorruptDataError(f"store spec at {where} cannot be read: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise CorruptDataError(f"{where} holds no store spec")
+        version = raw.get("format_version")
         if not isinstance(version, int) or version > FORMAT_VERSION:
             raise CorruptDataError(
                 f"store spec at {where} has format version {version!r}; this "
                 f"library reads up to {FORMAT_VERSION}: upgrade state-store"
             )
         try:
-            return cls(**raw)
+            spec = cls(**raw)
         except TypeError as exc:
             raise CorruptDataError(f"store spec at {where} cannot be read: {exc}") from exc
+        if spec.name != name:
+            raise CorruptDataError(
+                f"store spec at {where} names store {spec.name!r}, not {name!r}",
+                code="UNSAFE_PATH",
+            )
+        check_store_id(spec.store_id, where)
+        if not isinstance(spec.params, dict) or not isinstance(spec.kind, str):
+            raise CorruptDataError(f"store spec at {where} has malformed kind or parameters")
+        try:
+            spec.check_partitions()
+        except InvalidOptionError as exc:
+            raise CorruptDataError(f"store spec at {where}: {exc}") from exc
+        return spec
 
     def describe(self) -> dict[str, Any]:
         """A flat, human-readable summary (for ``Catalog.describe``)."""
@@ -104,3 +99,6 @@ class StoreSpec:
             raise InvalidOptionError(
                 f"option 'numPartitions' is {self.num_partitions!r}; accepted: 1 to 10000"
             )
+
+
+__all__ = ["FORMAT_VERSION", "StoreSpec", "check_store_name"]

@@ -2,4 +2,4 @@
 
 from datasource.source import FORMAT, DefaultSource
 
-__all__ = ["DefaultSource", "FORMAT"]
+__all__ = ["FORMAT", "DefaultSource"]

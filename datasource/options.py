@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from catalog.durations import parse_duration_ms, parse_instant_ms
 from catalog.kinds import Scan
-from catalog.spec import check_store_name
+from catalog.paths import check_store_name
 from stores.errors import InvalidOptionError
 
 #: Every option the connector accepts, in its documented spelling.
@@ -33,6 +33,9 @@ OPTIONS = (
     "asOfTimestamp",
     "windowStartFrom",
     "windowStartTo",
+    "txnAppId",
+    "txnVersion",
+    "singleWriter",
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
 #: Options that shape a store when a write creates it.
@@ -78,6 +81,9 @@ class StoreOptions:
     as_of_ms: int | None = None
     window_start_from_ms: int | None = None
     window_start_to_ms: int | None = None
+    txn_app_id: str | None = None
+    txn_version: int | None = None
+    single_writer: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StoreOptions:
@@ -126,6 +132,9 @@ class StoreOptions:
             as_of_ms=_instant(given, "asOfTimestamp"),
             window_start_from_ms=_instant(given, "windowStartFrom"),
             window_start_to_ms=_instant(given, "windowStartTo"),
+            txn_app_id=_txn_app_id(given),
+            txn_version=_whole(given, "txnVersion"),
+            single_writer=bool(_boolean(given, "singleWriter")),
         )
 
     def creation_params(self) -> dict[str, int | bool | str | None]:
@@ -154,6 +163,31 @@ class StoreOptions:
                 f"({high} ms); give a range with from <= to"
             )
         return Scan(as_of=self.as_of_ms, time_from=low, time_to=high)
+
+
+def _txn_app_id(given: dict[str, str]) -> str | None:
+    """``txnAppId`` and ``txnVersion`` come together (Delta's idempotent writes)."""
+    if ("txnAppId" in given) != ("txnVersion" in given):
+        raise InvalidOptionError(
+            "options 'txnAppId' and 'txnVersion' go together: give both (an application id "
+            "and a version that grows with each write) or neither",
+            code="MISSING_OPTION",
+        )
+    app_id = given.get("txnAppId")
+    if app_id is not None and not app_id.strip():
+        raise InvalidOptionError("option 'txnAppId' is empty; accepted: a non-empty string")
+    return app_id
+
+
+def _whole(given: dict[str, str], name: str) -> int | None:
+    if name not in given:
+        return None
+    text = given[name].strip()
+    if not text.isdigit():
+        raise InvalidOptionError(
+            f"option {name!r} has value {given[name]!r}; accepted: a whole number >= 0"
+        )
+    return int(text)
 
 
 def _positive_int(given: dict[str, str], name: str) -> int | None:

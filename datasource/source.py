@@ -60,4 +60,4 @@ class DefaultSource(DataSource):
         return f"DefaultSource(options={dict(self.options)!r})"
 
 
-__all__ = ["DefaultSource", "FORMAT"]
+__all__ = ["FORMAT", "DefaultSource"]

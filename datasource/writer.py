@@ -18,8 +18,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from catalog import faults
 from catalog.catalog import Catalog, StoreTable, headers_from_arrow
-from catalog.commit_log import ChangelogFile
+from catalog.commit_log import ChangelogFile, Txn
 from catalog.kinds import HEADERS
 from catalog.spec import StoreSpec
 from datasource.options import StoreOptions
@@ -65,8 +66,11 @@ class StateStoreWriter(DataSourceArrowWriter):
     session ``+ session_start, session_end``; header-aware stores optionally ``headers``.
 
     The first write creates the store from the options and the DataFrame's types; the spec is
-    made on the driver, travels to the tasks, and is persisted by ``commit`` just before the
-    commit record, so a failed first write leaves no store behind.
+    made on the driver, travels to the tasks, and is published by ``commit`` in commit record 1
+    together with the first files, so a failed first write leaves no store behind.
+
+    With options ``txnAppId`` and ``txnVersion`` the write is idempotent: it is skipped if the
+    store has already committed that version (or a newer one) for that application id.
     """
 
     def __init__(
@@ -76,6 +80,10 @@ class StateStoreWriter(DataSourceArrowWriter):
         overwrite: bool,
         long_times: dict[str, bool],
         creates: bool = False,
+        *,
+        base_id: int = 0,
+        txn: Txn | None = None,
+        single_writer: bool = False,
     ) -> None:
         self.write_id = uuid.uuid4().hex
         self.creates = creates  # whether this write creates the store (it did not exist)
@@ -83,6 +91,9 @@ class StateStoreWriter(DataSourceArrowWriter):
         self.spec = spec
         self.overwrite = overwrite
         self.long_times = long_times  # time column -> whether it is BIGINT ms (else TIMESTAMP)
+        self.base_id = base_id  # the newest commit when planned: this write's record is newer
+        self.txn = txn
+        self.single_writer = single_writer
 
     @classmethod
     def plan(cls, options: StoreOptions, schema: StructType, overwrite: bool) -> StateStoreWriter:
@@ -99,7 +110,8 @@ class StateStoreWriter(DataSourceArrowWriter):
         ):
             if value is not None:
                 raise InvalidOptionError(f"option {name!r} applies to reads only")
-        catalog = Catalog(options.root)
+        catalog = Catalog(options.root, single_writer=options.single_writer)
+        catalog.storage.require_atomic_commit()
         columns = {f.name: f.dataType for f in schema.fields}
         for required in ("key", "value"):
             if required not in columns:
@@ -110,9 +122,12 @@ class StateStoreWriter(DataSourceArrowWriter):
                     code="MISSING_COLUMN",
                 )
         creates = False
+        base_id = 0
         try:
-            spec = catalog.load(options.store).spec
-            check_creation_options(options, StoreTable(catalog, spec))
+            existing = catalog.load(options.store)
+            spec = existing.spec
+            base_id = existing.log.latest_id()
+            check_creation_options(options, existing)
         except StoreNotFoundError:
             creates = True
             spec = catalog.new_spec(
@@ -168,10 +183,25 @@ class StateStoreWriter(DataSourceArrowWriter):
                 f"store does not take; accepted: {', '.join(sorted(accepted))}{hint}",
                 code="UNEXPECTED_COLUMN",
             )
-        return cls(catalog.root, spec, overwrite, long_times, creates)
+        txn = None
+        if options.txn_app_id is not None and options.txn_version is not None:
+            txn = Txn(options.txn_app_id, options.txn_version)
+        return cls(
+            catalog.root,
+            spec,
+            overwrite,
+            long_times,
+            creates,
+            base_id=base_id,
+            txn=txn,
+            single_writer=options.single_writer,
+        )
+
+    def _catalog(self) -> Catalog:
+        return Catalog(self.root, single_writer=self.single_writer)
 
     def _table(self) -> StoreTable:
-        return StoreTable(Catalog(self.root), self.spec)
+        return StoreTable(self._catalog(), self.spec)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFiles:
         table = self._table()
@@ -191,6 +221,7 @@ class StateStoreWriter(DataSourceArrowWriter):
                     buffered, size = [], 0
             if buffered:
                 staged += self._stage(table, buffered, task_id, len(staged))
+            faults.point("stage.done")
             if table.was_aborted(self.write_id):
                 raise CommitConflictError(
                     f"the write to store {self.spec.name!r} was aborted while this task ran"
@@ -247,15 +278,19 @@ class StateStoreWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         files = [f for m in messages if isinstance(m, StagedFiles) for f in m.files]
-        catalog = Catalog(self.root)
-        if self.creates:
-            table = catalog.ensure(self.spec)
-        else:
-            table = self._still_there(catalog)
+        catalog = self._catalog()
+        table = StoreTable(catalog, self.spec) if self.creates else self._still_there(catalog)
         try:
-            table.commit(files, overwrite=self.overwrite)
+            table.commit(
+                files,
+                overwrite=self.overwrite,
+                write_id=self.write_id,
+                txn=self.txn,
+                creates=self.creates,
+            )
         except BaseException:
-            table.abort_write(self.write_id, files)
+            # The record may have been published before the error: abort asks the log.
+            table.abort_write(self.write_id, files, self.base_id)
             raise
 
     def _still_there(self, catalog: Catalog) -> StoreTable:
@@ -272,5 +307,7 @@ class StateStoreWriter(DataSourceArrowWriter):
         return table
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        # Spark also calls this after a commit whose process died after publishing the record:
+        # abort_write reads the log and keeps every file a published record lists.
         files = [f for m in messages if isinstance(m, StagedFiles) for f in m.files]
-        self._table().abort_write(self.write_id, files)
+        self._table().abort_write(self.write_id, files, self.base_id)

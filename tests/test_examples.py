@@ -26,7 +26,7 @@ def test_example_runs(script: Path, tmp_path: Path, spark_env: dict[str, str]) -
         assert "1.0698" in latest and "1.2511" in latest and "0.00641" in latest
         assert "1.0735" in as_of and "1.248" in as_of and "1.0698" not in as_of
         assert "EUR|1.0698" in sql and "JPY" not in sql
-        assert (tmp_path / "warehouse" / "rates" / "spec.json").exists()
+        assert (tmp_path / "warehouse" / "rates" / "commits" / f"{1:020d}.json").exists()
     if script.name == "stores_tour.py":
         out = result.stdout
         assert "[0, 5) min: count=3" in out and "[5, 10) min: count=5" in out

@@ -32,7 +32,7 @@ def test_create_list_describe_drop(catalog: Catalog) -> None:
     assert catalog.list() == ["fx", "orders"]
     described = catalog.describe("fx")
     assert described["kind"] == "versioned" and described["value_type"] == "double"
-    assert described["history_retention_ms"] == 60_000 and described["latest_commit"] == 0
+    assert described["history_retention_ms"] == 60_000 and described["latest_commit"] == 1  # commit 1 creates it
     assert described["segment_interval_ms"] > 0
     with pytest.raises(StoreAlreadyExistsError):
         catalog.create_store("fx", "keyvalue", "string", "long")
@@ -98,7 +98,7 @@ def test_abort_deletes_staged_files(catalog: Catalog, warehouse: str) -> None:
     path = Path(warehouse, "kv", files[0].path)
     assert path.exists()
     table.abort(files)
-    assert not path.exists() and table.log.latest_id() == 0
+    assert not path.exists() and table.log.latest_id() == 1  # only the creation
 
 
 def test_appends_tombstones_and_overwrite(catalog: Catalog) -> None:
@@ -107,7 +107,7 @@ def test_appends_tombstones_and_overwrite(catalog: Catalog) -> None:
     table.commit(table.stage(pa.array(["a", "b"]), pa.array([10, None], pa.int64()), None))
     assert rows(table.to_arrow()) == [{"key": "a", "value": 10}, {"key": "c", "value": 3}]
     record = table.commit(table.stage(pa.array(["z"]), pa.array([26]), None), overwrite=True)
-    assert record.overwrite and record.id == 3
+    assert record.overwrite and record.id == 4  # 1 created the store
     assert rows(table.to_arrow()) == [{"key": "z", "value": 26}]
     table.commit(table.stage(pa.array(["y"]), pa.array([25]), None))
     assert rows(table.to_arrow()) == [{"key": "y", "value": 25}, {"key": "z", "value": 26}]
@@ -121,9 +121,9 @@ def test_a_cache_catches_up_incrementally_and_a_lost_cache_is_rebuilt(
     assert rows(table.to_arrow()) == [{"key": "a", "value": 1}]
     table.commit(table.stage(pa.array(["b"]), pa.array([2]), None))
     cache = PartitionCache(catalog.storage, table.spec, "kv", 0, str(tmp_path / "cache"))
-    assert cache.catch_up(1) == 1  # a fresh cache applies commit 1 only
-    assert cache.catch_up(2) == 2
-    assert cache.catch_up(1) == 2  # never backwards
+    assert cache.catch_up(2) == 2  # a fresh cache applies commits 1 (create) and 2 only
+    assert cache.catch_up(3) == 3
+    assert cache.catch_up(2) == 3  # never backwards
     import shutil
 
     shutil.rmtree(tmp_path / "cache")
@@ -134,8 +134,8 @@ def test_a_reader_pinned_to_an_older_commit_sees_its_snapshot(catalog: Catalog) 
     table = catalog.create_store("kv", "keyvalue", "string", "long")
     table.commit(table.stage(pa.array(["a"]), pa.array([1]), None))
     table.commit(table.stage(pa.array(["a"]), pa.array([2]), None))
-    assert rows(table.to_arrow()) == [{"key": "a", "value": 2}]  # cache now at commit 2
-    old = pa.Table.from_batches(list(table.read_partition(0, snapshot=1)))
+    assert rows(table.to_arrow()) == [{"key": "a", "value": 2}]  # cache now at commit 3
+    old = pa.Table.from_batches(list(table.read_partition(0, snapshot=2)))
     assert old.to_pylist() == [{"key": "a", "value": 1}]
 
 
@@ -165,7 +165,7 @@ def test_concurrent_committers_each_get_their_own_commit(catalog: Catalog) -> No
         t.start()
     for t in threads:
         t.join()
-    assert table.log.ids() == list(range(1, 9))
+    assert table.log.ids() == list(range(1, 10))  # 1 created it
     assert sorted(r["key"] for r in table.to_arrow().to_pylist()) == list(range(8))
 
 
@@ -185,13 +185,19 @@ def test_commit_gives_up_after_losing_every_race(catalog: Catalog, monkeypatch: 
         table.commit([])
 
 
-def test_ensure_refuses_a_store_created_meanwhile_with_another_spec(catalog: Catalog) -> None:
-    mine = catalog.new_spec("kv", "keyvalue", "string", "long")
+def test_a_first_write_racing_another_creation(catalog: Catalog) -> None:
+    from catalog import StoreTable
+
+    mine = StoreTable(catalog, catalog.new_spec("kv", "keyvalue", "string", "long"))
+    files = mine.stage(pa.array(["a"]), pa.array([1]), None)
     catalog.create_store("kv", "keyvalue", "string", "double")
     with pytest.raises(CommitConflictError, match="different spec"):
-        catalog.ensure(mine)
-    same = catalog.new_spec("kv", "keyvalue", "string", "double")
-    assert catalog.ensure(same).spec.value_type == "double"
+        mine.commit(files, creates=True)
+    # The same spec created meanwhile: the first write becomes an append to it.
+    same = StoreTable(catalog, catalog.new_spec("kv", "keyvalue", "string", "double"))
+    record = same.commit(same.stage(pa.array(["a"]), pa.array([1.5]), None), creates=True)
+    assert record is not None and record.id == 2 and record.operation == "append"
+    assert catalog.load("kv").to_arrow().to_pylist() == [{"key": "a", "value": 1.5}]
 
 
 def test_commit_log_replay_plan_starts_at_the_newest_overwrite(catalog: Catalog) -> None:
@@ -199,10 +205,10 @@ def test_commit_log_replay_plan_starts_at_the_newest_overwrite(catalog: Catalog)
     for overwrite in (False, True, False, True, False):
         table.commit([], overwrite=overwrite)
     log = CommitLog(catalog.storage, "kv", table.spec.store_id)
-    reset, records = log.replay_plan(0, 5)
-    assert reset and [r.id for r in records] == [4, 5]
-    reset, records = log.replay_plan(4, 5)
-    assert not reset and [r.id for r in records] == [5]
+    reset, records = log.replay_plan(0, 6)  # commit 1 created the store
+    assert reset and [r.id for r in records] == [5, 6]
+    reset, records = log.replay_plan(5, 6)
+    assert not reset and [r.id for r in records] == [6]
 
 
 def test_abort_write_finds_files_whose_results_were_lost(catalog: Catalog, warehouse: str) -> None:
@@ -222,13 +228,13 @@ def test_latest_scans_are_kept_as_columnar_files_per_commit(catalog: Catalog, tm
     table.commit(table.stage(pa.array(["a", "b"]), pa.array([1, 2]), None))
     first = table.to_arrow()
     scans = list((tmp_path / "cache").rglob("*.scans/*.arrow"))
-    assert [p.name for p in scans] == [f"{1:020d}.arrow"]
+    assert [p.name for p in scans] == [f"{2:020d}.arrow"]
     assert table.to_arrow().equals(first)  # the second read comes from the file
     table.commit(table.stage(pa.array(["a"]), pa.array([None], pa.int64()), None))
     assert rows(table.to_arrow()) == [{"key": "b", "value": 2}]
-    assert [p.name for p in (tmp_path / "cache").rglob("*.scans/*.arrow")] == [f"{2:020d}.arrow"]
-    # A scan file answers for its own commit only: a reader pinned to commit 1 sees commit 1.
-    old = pa.Table.from_batches(list(table.read_partition(0, snapshot=1)))
+    assert [p.name for p in (tmp_path / "cache").rglob("*.scans/*.arrow")] == [f"{3:020d}.arrow"]
+    # A scan file answers for its own commit only: a reader pinned to commit 2 sees commit 2.
+    old = pa.Table.from_batches(list(table.read_partition(0, snapshot=2)))
     assert rows(old) == [{"key": "a", "value": 1}, {"key": "b", "value": 2}]
 
 
@@ -255,7 +261,7 @@ def test_one_writer_s_files_apply_in_the_order_it_staged_them(catalog: Catalog) 
 def test_a_half_read_partition_blocks_no_other_reader(catalog: Catalog) -> None:
     table = catalog.create_store("kv", "keyvalue", "long", "long")
     table.commit(table.stage(pa.array([1]), pa.array([1]), None))
-    open_scan = table.read_partition(0, snapshot=1)
+    open_scan = table.read_partition(0, snapshot=2)
     assert next(open_scan).to_pylist() == [{"key": 1, "value": 1}]  # holds its shared lock
     assert table.to_arrow().to_pylist() == [{"key": 1, "value": 1}]  # same commit: shared
     table.commit(table.stage(pa.array([1]), pa.array([2]), None))
@@ -279,7 +285,7 @@ def test_a_commit_whose_record_landed_before_an_error_is_kept(
     monkeypatch.setattr(storage_module, "_fsync_dir", failing_fsync)
     record = table.commit(files)
     monkeypatch.undo()
-    assert record.id == 1 and table.to_arrow().to_pylist() == [{"key": 1, "value": 1}]
+    assert record is not None and record.id == 2 and table.to_arrow().to_pylist() == [{"key": 1, "value": 1}]
 
 
 MAX_MS = (2**63 - 1) // 1000

@@ -90,12 +90,12 @@ def test_positions_are_store_partition_commit_and_merge(catalog: Catalog) -> Non
     table = _rates(catalog)
     result = _ask(catalog, KeyQuery.with_key("GBP"))
     for partition, answer in result.get_partition_results().items():
-        assert answer.get_position() == Position.from_map({"fx": {partition: 1}})
-    assert result.get_position() == Position.from_map({"fx": {0: 1, 1: 1, 2: 1}})
+        assert answer.get_position() == Position.from_map({"fx": {partition: 2}})  # 1 created it
+    assert result.get_position() == Position.from_map({"fx": {0: 2, 1: 2, 2: 2}})
     table.commit(table.stage(pa.array(["GBP"]), pa.array([1.25]), None))
     again = _ask(catalog, KeyQuery.with_key("GBP"), with_position_bound=(PositionBound.at(result.get_position()),))
     assert again.get_only_partition_result().get_result() == 1.25  # type: ignore[union-attr]
-    assert again.get_position() == Position.from_map({"fx": {0: 2, 1: 2, 2: 2}})
+    assert again.get_position() == Position.from_map({"fx": {0: 3, 1: 3, 2: 3}})
 
 
 def test_range_query_over_some_partitions(catalog: Catalog) -> None:
@@ -127,7 +127,7 @@ def test_key_query_on_partitions_without_the_key_answers_none(catalog: Catalog) 
     result = _ask(catalog, KeyQuery.with_key("CHF"), with_partitions=(others,))
     assert sorted(result.get_partition_results()) == others
     assert all(r.is_success() and r.get_result() is None for r in result.get_partition_results().values())
-    assert result.get_position() == Position.from_map({"fx": {p: 1 for p in others}})
+    assert result.get_position() == Position.from_map({"fx": {p: 2 for p in others}})
 
 
 def test_position_bound_not_reached(catalog: Catalog) -> None:
@@ -137,7 +137,7 @@ def test_position_bound_not_reached(catalog: Catalog) -> None:
     partitions = result.get_partition_results()
     assert partitions[0].get_failure_reason() is FailureReason.NOT_UP_TO_BOUND
     assert "partition 0" in partitions[0].get_failure_message()
-    assert partitions[0].get_position() == Position.from_map({"fx": {0: 1}})
+    assert partitions[0].get_position() == Position.from_map({"fx": {0: 2}})
     assert partitions[1].is_success() and partitions[2].is_success()  # 2 is not bounded
     # Kafka runs a require-active request unbounded.
     active = _ask(catalog, KeyQuery.with_key("EUR"), with_position_bound=(ahead,), require_active=())
@@ -195,16 +195,16 @@ def test_execution_info_is_recorded_when_enabled(catalog: Catalog) -> None:
     assert all(r.get_execution_info() == [] for r in plain.get_partition_results().values())
     info = _ask(catalog, KeyQuery.with_key("EUR"), enable_execution_info=())
     owner = info.get_partition_results()[_owner("EUR")].get_execution_info()
-    assert owner[0].startswith("Handled in class stores.key_value.KeyValueStore in ") and "at commit 1" in owner[1]
+    assert owner[0].startswith("Handled in class stores.key_value.KeyValueStore in ") and "at commit 2" in owner[1]
     other = info.get_partition_results()[(_owner("EUR") + 1) % 3].get_execution_info()
     assert other and "without opening" in other[0]
 
 
-def test_a_store_without_commits_answers_empty(catalog: Catalog) -> None:
+def test_a_store_without_data_answers_empty_at_its_creation(catalog: Catalog) -> None:
     catalog.create_store("empty", "keyvalue", "string", "long", num_partitions=2)
     result = _ask(catalog, RangeQuery.with_no_bounds(), store="empty")
     assert [list(r.get_result()) for r in result.get_partition_results().values()] == [[], []]
-    assert result.get_position() == Position.from_map({"empty": {0: 0, 1: 0}})
+    assert result.get_position() == Position.from_map({"empty": {0: 1, 1: 1}})
 
 
 def _fx_history(catalog: Catalog) -> None:

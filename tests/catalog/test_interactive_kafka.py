@@ -74,14 +74,14 @@ def _latest() -> dict[int, int]:
 
 def test_should_handle_key_query(kv: Catalog) -> None:
     result = _ask(kv, "kv", KeyQuery.with_key(2), with_partitions=({0, 1},),
-                  with_position_bound=(PositionBound.at(Position.from_map({"kv": {0: 1, 1: 1}})),))
+                  with_position_bound=(PositionBound.at(Position.from_map({"kv": {0: 2, 1: 2}})),))
     only = result.get_only_partition_result()
     assert only is not None and only.is_success() and only.get_result() == 5
     with pytest.raises(QueryError):
         only.get_failure_reason()
     assert only.get_execution_info() == []
-    assert only.get_position() == Position.from_map({"kv": {_owner(2): 1}})
-    assert result.get_position() == Position.from_map({"kv": {0: 1, 1: 1}})
+    assert only.get_position() == Position.from_map({"kv": {_owner(2): 2}})  # 1 created it
+    assert result.get_position() == Position.from_map({"kv": {0: 2, 1: 2}})
 
 
 @pytest.mark.parametrize(
@@ -112,7 +112,7 @@ def test_should_handle_range_queries(
         )
         expected += [_latest()[key] for key in keys]
     assert got == expected
-    assert result.get_position() == Position.from_map({"kv": {0: 1, 1: 1}})
+    assert result.get_position() == Position.from_map({"kv": {0: 2, 1: 2}})
 
 
 def test_unknown_query_and_execution_info_under_failure(kv: Catalog) -> None:

@@ -1,0 +1,46 @@
+"""Named crash points of the commit protocol, for the crash-matrix tests.
+
+Each step of a write, a read and a cleanup calls ``point("<step>")``. Unless the environment
+variable ``STATE_STORE_FAULTS`` names a rule file, that is one dictionary lookup and nothing
+else. The crash tests write a rule file (``<step> kill|interrupt|error`` per line) and run
+writers, readers and Spark workers as separate processes: the first process to reach a named
+step claims the file (an atomic rename, so exactly one process fires) and then kills itself with
+SIGKILL, raises KeyboardInterrupt, or raises OSError. A SIGKILL at a step is what a kill from
+outside at that instant would do, without a race to aim it.
+
+Steps: ``stage.file_written``, ``stage.done``, ``commit.before_record``,
+``commit.after_record``, ``abort.before_delete``, ``cache.applied``, ``scan.writing``,
+``vacuum.deleting``, ``drop.after_record``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV = "STATE_STORE_FAULTS"
+
+
+def point(step: str) -> None:
+    """Fire the rule for ``step`` if the rule file names it (see module doc)."""
+    rules = os.environ.get(ENV)
+    if not rules:
+        return
+    try:
+        with open(rules) as f:
+            lines = [line.split() for line in f.read().splitlines() if line.strip()]
+    except FileNotFoundError:
+        return
+    action = next((words[1] for words in lines if len(words) == 2 and words[0] == step), None)
+    if action is None:
+        return
+    try:
+        os.rename(rules, f"{rules}.fired")  # exactly one process claims the fault
+    except FileNotFoundError:
+        return
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "interrupt":
+        raise KeyboardInterrupt(f"fault injected at {step}")
+    else:
+        raise OSError(f"fault injected at {step}")

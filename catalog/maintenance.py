@@ -1,0 +1,164 @@
+"""Removing what failed and crashed writes left behind, without touching what anyone may need.
+
+A write that dies leaves staged changelog files that no commit lists, temporary files of
+records or changelog files it was writing, and abort markers (``aborted/<write id>``). None of
+them is ever read, but they take space. ``vacuum`` deletes them when they are older than a
+safety window, and only then:
+
+- a changelog file is deleted only if no commit record of the store lists it (the log is read
+  after the listing, so a write committed meanwhile keeps its files);
+- everything younger than the window is kept: a write still running may commit its staged
+  files, and a task may still check its abort marker. The window must be longer than your
+  longest write (Delta's vacuum asks the same of its retention);
+- commit records are never deleted, and nothing a published record lists is deleted, so a
+  reader pinned to an older commit keeps working.
+
+What a store directory holds without a commit 1 (a first write that failed) is deleted whole
+once every file in it is older than the window.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from catalog import faults
+from catalog.catalog import ABORTED_DIR
+from catalog.changelog import CHANGELOG_DIR
+from catalog.commit_log import COMMITS_DIR, CommitLog, record_name
+from catalog.paths import check_store_name
+from catalog.storage import Storage
+from stores.errors import InvalidOptionError, StoreNotFoundError
+
+#: Default safety window: a week, as Delta's default retention.
+DEFAULT_OLDER_THAN_MS = 7 * 24 * 3600 * 1000
+
+
+@dataclass
+class VacuumReport:
+    """What ``vacuum`` deleted (or would delete, with ``dry_run``) and what it kept."""
+
+    store: str
+    dry_run: bool
+    deleted: list[str] = field(default_factory=list)  # paths relative to the store
+    deleted_bytes: int = 0
+    kept_young: int = 0  # leftovers younger than the safety window
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "store": self.store,
+            "dry_run": self.dry_run,
+            "deleted": self.deleted,
+            "deleted_files": len(self.deleted),
+            "deleted_bytes": self.deleted_bytes,
+            "kept_young": self.kept_young,
+        }
+
+
+def _entries(storage: Storage, *parts: str) -> list[tuple[str, float, int]]:
+    return list(storage.list_with_times(*parts))
+
+
+def vacuum(
+    storage: Storage,
+    store: str,
+    *,
+    older_than_ms: int = DEFAULT_OLDER_THAN_MS,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> VacuumReport:
+    """Delete the leftovers of failed writes in one store directory (see module doc).
+
+    Args:
+        storage: the warehouse.
+        store: the store's name (a store, or what a failed first write left).
+        older_than_ms: the safety window; only leftovers older than this are deleted.
+        dry_run: report what would be deleted, delete nothing.
+        now_ms: the current time (for tests); defaults to the clock.
+        progress: called with the number of entries examined so far, for long listings.
+
+    Raises:
+        InvalidOptionError: a negative window.
+        StoreNotFoundError: nothing of that name exists.
+    """
+    check_store_name(store)
+    if older_than_ms < 0:
+        raise InvalidOptionError(
+            f"option 'olderThan' is {older_than_ms} ms; accepted: a duration >= 0"
+        )
+    if not storage.list(store):
+        raise StoreNotFoundError(f"nothing named {store!r} under {storage.root}")
+    cutoff_s = ((now_ms if now_ms is not None else int(time.time() * 1000)) - older_than_ms) / 1000
+    report = VacuumReport(store, dry_run)
+    log = CommitLog(storage, store)
+    has_store = storage.exists(store, COMMITS_DIR, record_name(1))
+    candidates: list[tuple[str, int]] = []  # (relative path, size) of old leftovers
+    seen = 0
+
+    def consider(rel: str, mtime: float, size: int, leftover: bool) -> None:
+        nonlocal seen
+        seen += 1
+        if progress is not None and seen % 1000 == 0:
+            progress(seen)
+        if not leftover:
+            return
+        if mtime <= cutoff_s:
+            candidates.append((rel, size))
+        else:
+            report.kept_young += 1
+
+    staged: list[tuple[str, float, int]] = []
+    for partition_dir, _, _ in _entries(storage, store, CHANGELOG_DIR):
+        for name, mtime, size in _entries(storage, store, CHANGELOG_DIR, partition_dir):
+            staged.append((f"{CHANGELOG_DIR}/{partition_dir}/{name}", mtime, size))
+    for name, mtime, size in _entries(storage, store, ABORTED_DIR):
+        consider(f"{ABORTED_DIR}/{name}", mtime, size, leftover=True)
+    for name, mtime, size in _entries(storage, store, COMMITS_DIR):
+        consider(f"{COMMITS_DIR}/{name}", mtime, size, leftover=name.endswith(".tmp"))
+    # The log is read after the listing: a file committed meanwhile is listed by its record.
+    listed = _listed_files(log) if has_store else set()
+    for rel, mtime, size in staged:
+        consider(rel, mtime, size, leftover=rel not in listed)
+    if not has_store and report.kept_young == 0 and not dry_run:
+        # A failed first write: nothing here is read; the directory goes once all of it is old.
+        _delete(storage, store, candidates, report)
+        storage.delete(store, recursive=True)
+        return report
+    _delete(storage, store, candidates, report, dry_run=dry_run)
+    return report
+
+
+def _listed_files(log: CommitLog) -> set[str]:
+    return {f.path for commit_id in log.ids() for f in log.read(commit_id).files}
+
+
+def _delete(
+    storage: Storage,
+    store: str,
+    candidates: Iterable[tuple[str, int]],
+    report: VacuumReport,
+    *,
+    dry_run: bool = False,
+) -> None:
+    for rel, size in candidates:
+        report.deleted.append(rel)
+        report.deleted_bytes += size
+        if not dry_run:
+            faults.point("vacuum.deleting")
+            storage.delete(store, *rel.split("/"))
+
+
+def vacuum_all(
+    storage: Storage, *, older_than_ms: int = DEFAULT_OLDER_THAN_MS, dry_run: bool = False
+) -> list[VacuumReport]:
+    """``vacuum`` every store directory under the warehouse."""
+    reports = []
+    for name in storage.list():
+        try:
+            check_store_name(name)
+        except InvalidOptionError:
+            continue  # not ours
+        reports.append(vacuum(storage, name, older_than_ms=older_than_ms, dry_run=dry_run))
+    return reports
