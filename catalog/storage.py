@@ -57,6 +57,7 @@ _MEMORY_LOCK = threading.Lock()
 # Roots whose endpoint was seen to honour If-None-Match in this process.
 _PROBED: dict[str, bool] = {}
 _CONFLICT_RETRIES = 20
+_LISTING_CACHE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"})
 
 
 class Storage:
@@ -84,7 +85,12 @@ class Storage:
     def fs(self) -> Any:
         """The fsspec filesystem (opened on first use in each process)."""
         if self._fs is None:
-            self._fs, self._base = fsspec.core.url_to_fs(self.root)
+            options: dict[str, Any] = {}
+            if self.root.split("://", 1)[0] in _LISTING_CACHE_PROTOCOLS:
+                # Other writers change the commit directory at any time: a cached listing
+                # would hide their commits (and a commit id would be tried again and again).
+                options["use_listings_cache"] = False
+            self._fs, self._base = fsspec.core.url_to_fs(self.root, **options)
         return self._fs
 
     @property

@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from catalog import Catalog
+from catalog.commit_log import Txn
 from datasource.options import StoreOptions
 from datasource.reader import StateStoreReader
 from datasource.writer import StagedFiles, StateStoreWriter
@@ -125,3 +126,41 @@ def test_struct_fields_of_a_new_store_are_recorded_nullable(warehouse: str) -> N
         StoreOptions.parse({"store": "s", "root": warehouse}), schema, overwrite=False
     )
     assert writer.spec.value_type["fields"][0]["nullable"] is True  # type: ignore[index]
+
+
+def test_a_rerun_with_the_same_txn_version_is_skipped(warehouse: str) -> None:
+    def run(version: str, value: float) -> None:
+        txn = {"txnAppId": "nightly-fx", "txnVersion": version}
+        writer = StateStoreWriter.plan(options(warehouse, **VERSIONED, **txn), SCHEMA, overwrite=False)
+        writer.commit([writer.write(iter([batch(["EUR"], [value], [100 + int(version)])]))])
+
+    run("1", 1.1)
+    run("1", 9.9)  # the retried job: skipped, its staged files deleted
+    run("0", 9.9)  # an older version: skipped too
+    run("2", 1.2)
+    table = Catalog(warehouse).load("rates")
+    assert [table.log.read(i).txn for i in table.log.ids()] == [  # the first run created it
+        Txn("nightly-fx", 1), Txn("nightly-fx", 2)
+    ]
+    assert [(r["key"], r["value"]) for r in read_all(StateStoreReader.plan(options(warehouse)))] == [
+        ("EUR", 1.2)
+    ]
+    staged = {p.name for p in Path(warehouse, "rates", "changelog").rglob("*.arrow")}
+    listed = {Path(f.path).name for i in table.log.ids() for f in table.log.read(i).files}
+    assert staged == listed
+
+
+def test_a_backend_without_atomic_commits_is_refused_before_any_task() -> None:
+    from fsspec import register_implementation
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    class NoCreateIfAbsent(MemoryFileSystem):
+        protocol = "nocreateifabsent"
+
+    register_implementation("nocreateifabsent", NoCreateIfAbsent, clobber=True)
+    root = "nocreateifabsent://warehouse"
+    with pytest.raises(InvalidOptionError, match=r"\[NO_ATOMIC_COMMIT\].*'singleWriter'"):
+        StateStoreWriter.plan(options(root, **VERSIONED), SCHEMA, overwrite=False)
+    writer = StateStoreWriter.plan(options(root, singleWriter="true", **VERSIONED), SCHEMA, overwrite=False)
+    writer.commit([writer.write(iter([batch(["EUR"], [1.1], [100])]))])
+    assert Catalog(root).list() == ["rates"]
