@@ -121,6 +121,20 @@ def test_keyvalue_append_overwrite_and_struct_values(spark: Any, warehouse: str)
     assert [r["key"] for r in as_dicts(read(spark, warehouse, "scores"))] == [9]
 
 
+def test_a_rerun_job_with_its_txn_version_appends_once(spark: Any, warehouse: str) -> None:
+    df = spark.createDataFrame([(1, 10), (2, 20)], "key bigint, value bigint").repartition(2)
+    for _ in range(2):  # the job, then its retry
+        write(df, warehouse, "counts", txnAppId="load-counts", txnVersion="7")
+    write(spark.createDataFrame([(3, 30)], df.schema), warehouse, "counts",
+          txnAppId="load-counts", txnVersion="8")  # fmt: skip
+    assert [(r["key"], r["value"]) for r in as_dicts(read(spark, warehouse, "counts"))] == [
+        (1, 10), (2, 20), (3, 30)
+    ]
+    from catalog import Catalog
+
+    assert Catalog(warehouse).load("counts").log.ids() == [1, 2]
+
+
 def test_partitioner_expression_matches_spark_sql(spark: Any, catalog: Any) -> None:
     from catalog import partition_of, spark_sql_expression
     from stores.serdes import serde_for
