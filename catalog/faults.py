@@ -9,6 +9,7 @@ SIGKILL, raises KeyboardInterrupt, or raises OSError. A SIGKILL at a step is wha
 outside at that instant would do, without a race to aim it.
 
 Steps: ``stage.file_written``, ``stage.done``, ``commit.before_record``,
+``commit.record_writing`` (local disks: the record's temporary file written, not yet linked),
 ``commit.after_record``, ``abort.before_delete``, ``cache.applied``, ``scan.writing``,
 ``vacuum.deleting``, ``drop.after_record``.
 """

@@ -31,6 +31,7 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from catalog import faults
 from stores.errors import InvalidOptionError
 
 
@@ -186,6 +187,7 @@ class Storage:
         if isinstance(self.fs, LocalFileSystem):
             tmp = _durable_temp_copy(target, data)
             try:
+                faults.point("commit.record_writing")  # written, not yet linked into place
                 os.link(tmp, target)
             except FileExistsError:
                 return False
