@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
 from catalog.catalog import Catalog, StoreTable
 from catalog.kinds import OPTION_NAMES, Scan
 from catalog.spec import StoreSpec
 from datasource.options import CREATION_OPTIONS, PARAM_OF_OPTION, StoreOptions
+from datasource.pushdown import Pushdown, take_filters
 from stores.errors import InvalidOptionError
 
 
@@ -34,6 +35,7 @@ class StateStoreReader(DataSourceReader):
         self.spec = spec
         self.snapshot = snapshot
         self.scan = scan
+        self.pushdown = Pushdown()
 
     @classmethod
     def plan(cls, options: StoreOptions) -> StateStoreReader:
@@ -53,11 +55,28 @@ class StateStoreReader(DataSourceReader):
         return cls(catalog.root, table.spec, table.log.latest_id(), scan)
 
     def partitions(self) -> Sequence[InputPartition]:
-        return [StorePartition(p) for p in range(self.spec.num_partitions)]
+        owners = self.pushdown.partitions(self.spec.key_type, self.spec.num_partitions)
+        return [StorePartition(p) for p in owners]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         table = StoreTable(Catalog(self.root), self.spec)
-        yield from table.read_partition(partition.value, self.snapshot, self.scan)
+        for batch in table.read_partition(partition.value, self.snapshot, self.scan):
+            selected = self.pushdown.apply(batch)
+            if selected.num_rows:
+                yield selected
+
+
+class PushdownStateStoreReader(StateStoreReader):
+    """A ``StateStoreReader`` that takes over key and time filters (``datasource.pushdown``).
+
+    Handed only to Spark's pushdown planner: Spark refuses a reader class that overrides
+    ``pushFilters`` while ``spark.sql.python.filterPushdown.enabled`` is off.
+    """
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        schema = StoreTable(Catalog(self.root), self.spec).arrow_schema()
+        self.pushdown, left = take_filters(filters, schema, self.spec.key_type)
+        return left
 
 
 def check_creation_options(options: StoreOptions, table: StoreTable) -> None:

@@ -47,8 +47,11 @@ class DefaultSource(DataSource):
         return spark_schema(table)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from datasource.reader import StateStoreReader
+        from datasource.pushdown import pushdown_wanted
+        from datasource.reader import PushdownStateStoreReader, StateStoreReader
 
+        if pushdown_wanted():
+            return PushdownStateStoreReader.plan(self._options())
         return StateStoreReader.plan(self._options())
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:

@@ -215,3 +215,19 @@ def test_one_failing_task_aborts_the_whole_write(spark: Any, warehouse: str) -> 
         time.sleep(0.05)
     assert not Path(warehouse, "partial", "commits").exists()  # no commit: no store
     assert [p for p in Path(warehouse).rglob("*.arrow")] == []  # staged files were deleted
+
+
+def test_filters_with_python_pushdown_enabled_give_the_same_rows(spark: Any, rates: str) -> None:
+    """With the conf on, a filtered query and a later query of the same DataFrame are both
+    right (Spark 4.3 would hand a pushed-down reader to the second: see datasource.pushdown)."""
+    conf = "spark.sql.python.filterPushdown.enabled"
+    df = read(spark, rates, "rates")
+    spark.conf.set(conf, "true")
+    try:
+        picked = df.where("key = 'EUR' and valid_from >= timestamp'2024-05-01 10:00:00'")
+        assert [(r["key"], r["value"]) for r in as_dicts(picked)] == [("EUR", 1.08)]
+        assert df.count() == 3
+        assert df.where("key in ('GBP', 'JPY')").count() == 2
+    finally:
+        spark.conf.unset(conf)
+    assert df.where("key = 'EUR'").count() == 1
