@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from catalog import faults
 from catalog.changelog import CHANGELOG_DIR, write_changelog
 from catalog.commit_log import COMMITS_DIR, ChangelogFile, CommitLog, CommitRecord, Txn, record_name
+from catalog.compaction import COMPACT_AFTER_FILES
 from catalog.kinds import HEADERS, Layout, Scan, kind_of
 from catalog.local_cache import PartitionCache, default_cache_root
 from catalog.partitioner import partitions_of
@@ -80,13 +81,22 @@ class Catalog:
         cache_dir: where partition caches live; defaults as ``default_cache_root``.
         single_writer: on a backend without an atomic create-if-absent, promise that one writer
             at a time commits to each store (see ``catalog.storage``); refused otherwise.
+        compact_after_files: after a commit, compact the partitions that a fresh cache would
+            have to replay more changelog files than this for (0: never automatically; see
+            ``catalog.compaction``).
     """
 
     def __init__(
-        self, root: str | None = None, cache_dir: str | None = None, *, single_writer: bool = False
+        self,
+        root: str | None = None,
+        cache_dir: str | None = None,
+        *,
+        single_writer: bool = False,
+        compact_after_files: int = COMPACT_AFTER_FILES,
     ) -> None:
         self.storage = Storage(resolve_root(root), single_writer=single_writer)
         self.cache_dir = cache_dir
+        self.compact_after_files = compact_after_files
 
     @property
     def root(self) -> str:
@@ -200,6 +210,26 @@ class Catalog:
         """The spec of a store plus its latest commit id."""
         table = self.load(name)
         return {**table.spec.describe(), "latest_commit": table.log.latest_id()}
+
+    def compact(
+        self,
+        name: str,
+        *,
+        partitions: builtins.list[int] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> CommitRecord | None:
+        """Snapshot a store's partitions at its latest commit (see ``catalog.compaction``), so
+        that a fresh reader replays only what was committed after it.
+
+        Returns:
+            The ``compact`` commit record; None if every partition was compact already.
+
+        Raises:
+            StoreNotFoundError: the store does not exist.
+        """
+        from catalog.compaction import compact
+
+        return compact(self.load(name), partitions=partitions, progress=progress)
 
     def vacuum(
         self,
@@ -461,6 +491,10 @@ class StoreTable:
                 record = self.log.publish(operation, ordered, write_id, summary=summary, txn=txn)
         if record is None:
             self.abort(files)  # skipped: nothing lists these files
+        elif self.catalog.compact_after_files:
+            from catalog.compaction import maybe_compact
+
+            maybe_compact(self, self.catalog.compact_after_files)
         return record
 
     def abort(self, files: list[ChangelogFile]) -> None:

@@ -3,6 +3,7 @@
     state-store [--root URL] list
     state-store [--root URL] describe STORE
     state-store [--root URL] history STORE
+    state-store [--root URL] compact STORE [--partition N ...]
     state-store [--root URL] vacuum [STORE ...] [--older-than "7 days"] [--dry-run]
 
 Every command takes ``--json`` for machine-readable output. Exit codes: 0 done, 1 the command
@@ -39,6 +40,13 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("list", help="the stores of the warehouse")
     commands.add_parser("describe", help="a store's spec and latest commit").add_argument("store")
     commands.add_parser("history", help="a store's commits, newest first").add_argument("store")
+    compact = commands.add_parser(
+        "compact", help="snapshot a store's partitions so that new readers replay less"
+    )
+    compact.add_argument("store")
+    compact.add_argument(
+        "--partition", type=int, action="append", dest="partitions", help="only this partition"
+    )
     vacuum = commands.add_parser(
         "vacuum", help="delete leftovers of failed writes older than a safety window"
     )
@@ -67,6 +75,7 @@ def history(catalog: Catalog, store: str) -> list[dict[str, Any]]:
                 "files": len(record.files),
                 "bytes": record.summary.get("bytes", 0),
                 "write_id": record.write_id,
+                "base": record.base,
                 "txn_app_id": record.txn.app_id if record.txn else None,
                 "txn_version": record.txn.version if record.txn else None,
             }
@@ -82,6 +91,16 @@ def _run(args: argparse.Namespace) -> Any:
         return catalog.describe(args.store)
     if args.command == "history":
         return history(catalog, args.store)
+    if args.command == "compact":
+        record = catalog.compact(
+            args.store,
+            partitions=args.partitions,
+            progress=None if args.json else lambda line: print(line, file=sys.stderr),
+        )
+        if record is None:
+            return {"store": args.store, "compacted": False, "reason": "already compact"}
+        return {"store": args.store, "compacted": True, "commit": record.id,
+                "base": record.base, **record.summary}  # fmt: skip
     window = parse_duration_ms(args.older_than, "--older-than")
     names = args.stores or [None]
     reports = [

@@ -21,9 +21,12 @@ A record (JSON, keys sorted; ``checksum`` covers every other field):
 | ``id``           | its own commit id, checked against its file name                         |
 | ``prev``         | the checksum of record ``id - 1`` ("" for 1): a deleted, reordered or     |
 |                | replaced record breaks the chain                                         |
-| ``operation``    | ``create`` (record 1, with ``spec``), ``append``, ``overwrite``, ``drop``        |
+| ``operation``    | ``create`` (record 1, with ``spec``), ``append``, ``overwrite``, ``drop``,       |
+|                | ``compact`` (a snapshot of every partition as of commit ``base``)          |
 | ``write_id``     | the write that published it (an abort asks the log whether it committed) |
-| ``files``        | the changelog files: partition, path, rows, size, crc32                  |
+| ``files``        | the changelog files: partition, path, rows, size, crc32 (``compact``:      |
+|                | the snapshot files, ``snapshot/<partition>/<name>.arrow``)               |
+| ``base``         | ``compact`` only: the commit whose state the snapshots hold              |
 | ``spec``         | the store's spec (record 1: a store exists once its first record does)   |
 | ``txn``          | the writer's (app_id, version), for idempotent writes                    |
 | ``txns``         | the newest committed version per app id, carried forward record to record |
@@ -31,6 +34,11 @@ A record (JSON, keys sorted; ``checksum`` covers every other field):
 
 A store exists once record 1 exists; a ``drop`` record as the newest record means it is gone.
 Ids run 1..N without gaps: a gap is corruption, never skipped.
+
+A ``compact`` record changes no state: it says that its snapshots hold the state as of commit
+``base`` (an earlier one: writers may have committed since the compaction started, and it
+conflicts with none of them). A reader restores the newest snapshot at or below its target and
+replays only the commits after its base (``restore_plan``).
 """
 
 from __future__ import annotations
@@ -56,7 +64,7 @@ from stores.errors import (
 
 COMMITS_DIR = "commits"
 FORMAT = 2
-OPERATIONS = ("create", "append", "overwrite", "drop")
+OPERATIONS = ("create", "append", "overwrite", "drop", "compact")
 _MAX_ATTEMPTS = 50
 _RECORD_NAME = re.compile(r"(\d{20})\.json")
 
@@ -127,11 +135,16 @@ class CommitRecord:
     spec: dict[str, Any] | None = None
     txn: Txn | None = None
     txns: dict[str, int] = field(default_factory=dict)
+    base: int | None = None
     checksum: str = ""
 
     @property
     def overwrite(self) -> bool:
         return self.operation == "overwrite"
+
+    @property
+    def compaction(self) -> bool:
+        return self.operation == "compact"
 
     def files_for(self, partition: int) -> list[ChangelogFile]:
         return [f for f in self.files if f.partition == partition]
@@ -155,6 +168,7 @@ class CommitRecord:
             "txn": None if self.txn is None else {"app_id": self.txn.app_id,
                                                   "version": self.txn.version},
             "txns": self.txns,
+            **({"base": self.base} if self.base is not None else {}),
         }  # fmt: skip
 
     def to_json(self) -> bytes:
@@ -175,6 +189,7 @@ class CommitRecord:
         try:
             if raw["format"] != FORMAT:
                 raise CorruptDataError(f"{where} has format {raw['format']!r}; expected {FORMAT}")
+            snapshot = raw["operation"] == "compact"
             record = cls(
                 store_id=check_store_id(raw["store_id"], where),
                 id=int(raw["id"]),
@@ -182,7 +197,9 @@ class CommitRecord:
                 files=tuple(
                     ChangelogFile(
                         partition=int(f["partition"]),
-                        path=check_changelog_path(f["path"], f["partition"], where),
+                        path=check_changelog_path(
+                            f["path"], f["partition"], where, snapshot=snapshot
+                        ),
                         rows=int(f["rows"]),
                         size=int(f["size"]),
                         crc32=int(f["crc32"]),
@@ -197,6 +214,7 @@ class CommitRecord:
                 txn=None if raw["txn"] is None else Txn(str(raw["txn"]["app_id"]),
                                                         int(raw["txn"]["version"])),
                 txns={str(k): int(v) for k, v in dict(raw["txns"]).items()},
+                base=None if raw.get("base") is None else int(raw["base"]),
                 checksum=checksum_of(raw),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -213,7 +231,24 @@ class CommitRecord:
             record.spec is not None
         ):
             raise CorruptDataError(f"{where}: only commit 1 creates the store and holds its spec")
+        if record.compaction != (record.base is not None) or (
+            record.base is not None and not 1 <= record.base < record.id
+        ):
+            raise CorruptDataError(
+                f"{where}: a compact record, and only one, names an earlier commit as its base "
+                f"(operation {record.operation!r}, base {record.base!r})"
+            )
         return record
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    """See ``CommitLog.restore_plan``: empty the cache if ``reset``, load ``snapshot``'s files
+    (if any), then apply the files of ``records`` in order."""
+
+    reset: bool
+    snapshot: CommitRecord | None
+    records: list[CommitRecord]
 
 
 def record_name(commit_id: int) -> str:
@@ -335,24 +370,66 @@ class CommitLog:
         return [r for r in records if r.id >= start]
 
     def replay_plan(self, applied: int, target: int) -> tuple[bool, list[CommitRecord]]:
-        """The commits a cache at ``applied`` must apply to reach ``target``.
+        """The commits a cache at ``applied`` must apply to reach ``target``, from the log
+        alone (snapshots unused; see ``restore_plan``).
 
         Returns (reset, records): ``reset`` is True when an overwrite lies in the range, in which
         case the cache must be emptied and ``records`` start at the newest such overwrite.
+        ``compact`` records change no state and are left out.
+
+        Raises:
+            StoreNotFoundError: a record in the range drops the store.
+            CorruptDataError: the records do not chain (see ``chain``).
+        """
+        plan = self.restore_plan(applied, target, use_snapshots=False)
+        return plan.reset, plan.records
+
+    def restore_plan(
+        self,
+        applied: int,
+        target: int,
+        partition: int | None = None,
+        *,
+        use_snapshots: bool = True,
+    ) -> RestorePlan:
+        """How a cache of ``partition`` at ``applied`` reaches ``target``: optionally load a
+        snapshot, then apply the files of ``records`` in order.
+
+        A snapshot is used when it holds a state newer than both ``applied`` and the newest
+        overwrite in the range (an overwrite after its base resets anyway), and has a file for
+        ``partition`` (a compaction may cover some partitions only).
 
         Raises:
             StoreNotFoundError: a record in the range drops the store.
             CorruptDataError: the records do not chain (see ``chain``).
         """
         if target <= applied:
-            return False, []
+            return RestorePlan(False, None, [])
         records = self.chain(applied + 1, target)
         if any(r.operation == "drop" for r in records):
             raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
-        for index in range(len(records) - 1, -1, -1):
-            if records[index].overwrite:
-                return True, records[index:]
-        return False, records
+        changes = [r for r in records if not r.compaction]
+        reset_at = next((r.id for r in reversed(changes) if r.overwrite), None)
+        snapshot = None
+        if use_snapshots:
+            snapshot = next(
+                (
+                    r
+                    for r in reversed(records)
+                    if r.compaction
+                    and r.base is not None
+                    and (partition is None or r.files_for(partition))
+                    and r.base > applied
+                    and r.base <= target
+                    and (reset_at is None or r.base >= reset_at)
+                ),
+                None,
+            )
+        if snapshot is not None and snapshot.base is not None:
+            return RestorePlan(True, snapshot, [r for r in changes if r.id > snapshot.base])
+        if reset_at is not None:
+            return RestorePlan(True, None, [r for r in changes if r.id >= reset_at])
+        return RestorePlan(False, None, [r for r in changes if r.id > applied])
 
     def find_write(self, write_id: str, after: int = 0) -> CommitRecord | None:
         """The record that published ``write_id``, looking at ids above ``after``; None if the
@@ -373,6 +450,7 @@ class CommitLog:
         summary: dict[str, Any] | None = None,
         spec: dict[str, Any] | None = None,
         txn: Txn | None = None,
+        base: int | None = None,
     ) -> CommitRecord | None:
         """Publish the next commit record, retried on a lost race (appends commute).
 
@@ -388,12 +466,12 @@ class CommitLog:
             StoreNotFoundError: the store does not exist or was dropped meanwhile.
             CommitConflictError: another committer won every one of many attempts.
         """
-        base = None
+        started_at = None
         for _ in range(_MAX_ATTEMPTS):
             latest = self._latest_for_publish(spec is not None)
-            if base is None:
-                base = latest
-            mine = self.find_write(write_id, after=base) if latest > base else None
+            if started_at is None:
+                started_at = latest
+            mine = self.find_write(write_id, after=started_at) if latest > started_at else None
             if mine is not None:
                 return mine
             previous = self.read(latest) if latest else None
@@ -413,6 +491,7 @@ class CommitLog:
                 spec=spec,
                 txn=txn,
                 txns=txns,
+                base=base,
             )
             data = record.to_json()
             faults.point("commit.before_record")

@@ -1,7 +1,8 @@
 """Removing what failed and crashed writes left behind, without touching what anyone may need.
 
 A write that dies leaves staged changelog files that no commit lists, temporary files of
-records or changelog files it was writing, and abort markers (``aborted/<write id>``). None of
+records or changelog files it was writing, and abort markers (``aborted/<write id>``); a
+compaction that dies leaves snapshot files no record lists. None of
 them is ever read, but they take space. ``vacuum`` deletes them when they are older than a
 safety window, and only then:
 
@@ -27,7 +28,7 @@ from catalog import faults
 from catalog.catalog import ABORTED_DIR
 from catalog.changelog import CHANGELOG_DIR
 from catalog.commit_log import COMMITS_DIR, CommitLog, record_name
-from catalog.paths import check_store_name
+from catalog.paths import SNAPSHOT_DIR, check_store_name
 from catalog.storage import Storage
 from stores.errors import InvalidOptionError, StoreNotFoundError
 
@@ -110,9 +111,10 @@ def vacuum(
             report.kept_young += 1
 
     staged: list[tuple[str, float, int]] = []
-    for partition_dir, _, _ in _entries(storage, store, CHANGELOG_DIR):
-        for name, mtime, size in _entries(storage, store, CHANGELOG_DIR, partition_dir):
-            staged.append((f"{CHANGELOG_DIR}/{partition_dir}/{name}", mtime, size))
+    for folder in (CHANGELOG_DIR, SNAPSHOT_DIR):  # a failed compaction leaves snapshots
+        for partition_dir, _, _ in _entries(storage, store, folder):
+            for name, mtime, size in _entries(storage, store, folder, partition_dir):
+                staged.append((f"{folder}/{partition_dir}/{name}", mtime, size))
     for name, mtime, size in _entries(storage, store, ABORTED_DIR):
         consider(f"{ABORTED_DIR}/{name}", mtime, size, leftover=True)
     for name, mtime, size in _entries(storage, store, COMMITS_DIR):

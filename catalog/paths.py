@@ -11,6 +11,7 @@ strict pattern, and anything else is refused with a coded error naming the value
 | store id         | 32 lower-case hex digits                  | the first commit record            |
 | write id         | ``[A-Za-z0-9_-]{1,200}``                  | writers (staged file name prefix)  |
 | changelog path   | ``changelog/<5 digits>/<file name>.arrow`` | commit records                     |
+| snapshot path    | ``snapshot/<5 digits>/<file name>.arrow``  | compaction records                 |
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
 _STORE_ID = re.compile(r"[0-9a-f]{32}")
 _WRITE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _CHANGELOG = re.compile(r"changelog/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
+SNAPSHOT_DIR = "snapshot"
+_SNAPSHOT = re.compile(r"snapshot/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
 
 
 def check_store_name(name: str) -> str:
@@ -76,14 +79,27 @@ def changelog_path(partition: int, name: str) -> str:
     return path
 
 
-def check_changelog_path(path: object, partition: object, where: str) -> str:
-    """Return a changelog path read from a commit record if it stays inside its store.
+def snapshot_path(partition: int, name: str) -> str:
+    """The path, relative to a store's directory, of a partition snapshot."""
+    path = f"snapshot/{partition:05d}/{name}.arrow"
+    if not _SNAPSHOT.fullmatch(path):
+        raise InvalidOptionError(f"snapshot file name {name!r} is not valid")
+    return path
+
+
+def check_changelog_path(
+    path: object, partition: object, where: str, *, snapshot: bool = False
+) -> str:
+    """Return a changelog (or, with ``snapshot``, a snapshot) path read from a commit record
+    if it stays inside its store.
 
     Raises:
-        CorruptDataError: the path is not ``changelog/<partition>/<name>.arrow`` of the
-            record's own partition (UNSAFE_PATH): absolute, ``..``, or another folder.
+        CorruptDataError: the path is not ``changelog/<partition>/<name>.arrow`` (or
+            ``snapshot/...``) of the record's own partition (UNSAFE_PATH): absolute, ``..``,
+            or another folder.
     """
-    match = _CHANGELOG.fullmatch(path) if isinstance(path, str) else None
+    pattern = _SNAPSHOT if snapshot else _CHANGELOG
+    match = pattern.fullmatch(path) if isinstance(path, str) else None
     if (
         not isinstance(path, str)
         or match is None
@@ -91,8 +107,10 @@ def check_changelog_path(path: object, partition: object, where: str) -> str:
         or int(match.group(1)) != partition
     ):
         raise CorruptDataError(
-            f"{where} lists file {path!r} for partition {partition!r}; a changelog file is "
-            "'changelog/<partition, 5 digits>/<name>.arrow' inside its store",
+            f"{where} lists file {path!r} for partition {partition!r}; a "
+            f"{'snapshot' if snapshot else 'changelog'} file is "
+            f"'{'snapshot' if snapshot else 'changelog'}/<partition, 5 digits>/<name>.arrow' "
+            "inside its store",
             code="UNSAFE_PATH",
         )
     return path

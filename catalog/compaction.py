@@ -1,0 +1,199 @@
+"""Compaction: per-partition snapshots of a store's state, published through the commit log.
+
+Without it, a new executor replays every changelog file since the store was created. A
+compaction materializes each partition at commit ``base``, writes its state as one snapshot
+file, and publishes a ``compact`` record listing them (``catalog.commit_log``). Readers then
+load the newest snapshot and replay only the commits after its base; readers pinned to older
+commits keep replaying the log, whose files stay until vacuumed.
+
+Snapshot file (Arrow IPC, one per partition, ``snapshot/<partition>/<write id>.arrow``):
+
+| column  | Arrow type | meaning                                   |
+|---------|------------|-------------------------------------------|
+| ``cf``    | string     | the RocksDB column family                 |
+| ``key``   | binary     | the RocksDB key                           |
+| ``value`` | binary     | the RocksDB value                         |
+
+Rows are sorted by column family (in the kind's order) and then key: each family is one sorted
+run, ready for SST ingest. The snapshot holds the partition's column families exactly, in
+Kafka's byte layouts, with stream time and segment bookkeeping: loading it gives the very state
+that replaying the log gives, for every kind. Its size and CRC-32 are in the record, checked
+before it is loaded.
+
+Compaction runs on demand (``Catalog.compact``, ``state-store compact``) and after a commit
+that leaves a partition with more than ``COMPACT_AFTER_FILES`` changelog files to replay.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from catalog.changelog import read_changelog
+from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
+from catalog.paths import snapshot_path
+from catalog.storage import Storage
+
+if TYPE_CHECKING:
+    from catalog.catalog import StoreTable
+    from stores.rocksdb_bytes import RocksDBBytesStore
+
+SNAPSHOT_SCHEMA = pa.schema(
+    [
+        pa.field("cf", pa.string(), nullable=False),
+        pa.field("key", pa.binary(), nullable=False),
+        pa.field("value", pa.binary(), nullable=False),
+    ]
+)
+#: A commit that leaves a partition with more changelog files than this to replay (since its
+#: newest snapshot or overwrite) compacts that partition.
+COMPACT_AFTER_FILES = 64
+
+_log = logging.getLogger(__name__)
+
+
+def tail_files(log: CommitLog, partition: int, target: int) -> int:
+    """How many changelog files a fresh cache of ``partition`` replays to reach ``target``."""
+    plan = log.restore_plan(0, target, partition)
+    return sum(len(r.files_for(partition)) for r in plan.records)
+
+
+def compact(
+    table: StoreTable,
+    *,
+    partitions: list[int] | None = None,
+    min_tail_files: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> CommitRecord | None:
+    """Snapshot the partitions of ``table`` at its latest commit and publish a ``compact``.
+
+    Args:
+        partitions: which partitions (default: all).
+        min_tail_files: skip a partition with fewer changelog files to replay than this.
+        progress: called with a line per partition done.
+
+    Returns:
+        The published record, or None when no partition needed a snapshot.
+    """
+    from catalog.local_cache import PartitionCache, default_cache_root
+
+    storage = table.catalog.storage
+    spec = table.spec
+    base = table.log.latest_id()
+    families = table.kind.column_families(spec.params)
+    write_id = f"compact-{uuid.uuid4().hex}"
+    files: list[ChangelogFile] = []
+    try:
+        for partition in partitions if partitions is not None else range(spec.num_partitions):
+            if tail_files(table.log, partition, base) < max(min_tail_files, 1):
+                continue
+            cache = PartitionCache(
+                storage, spec, spec.name, partition,
+                table.catalog.cache_dir or default_cache_root(),
+            )  # fmt: skip
+            with cache.open_at(base) as (store, _):
+                snapshot = dump(store.wrapped, families)
+            files.append(write_snapshot(storage, spec.name, partition, snapshot, write_id))
+            if progress is not None:
+                progress(f"partition {partition}: {snapshot.num_rows} rows at commit {base}")
+        if not files:
+            return None
+        summary = {
+            "rows": sum(f.rows for f in files),
+            "files": len(files),
+            "bytes": sum(f.size for f in files),
+        }
+        return table.log.publish("compact", files, write_id, summary=summary, base=base)
+    except BaseException:
+        if table.log.find_write(write_id, base) is None:  # unlisted: nobody needs them
+            for ref in files:
+                storage.delete(spec.name, ref.path)
+        raise
+
+
+def maybe_compact(table: StoreTable, threshold: int = COMPACT_AFTER_FILES) -> None:
+    """Compact the partitions whose replay tail exceeds ``threshold`` files (after a commit).
+
+    The write has committed by then: a failed compaction is logged, not raised.
+    """
+    if threshold <= 0:
+        return
+    try:
+        target = table.log.latest_id()
+        due = [
+            p
+            for p in range(table.spec.num_partitions)
+            if tail_files(table.log, p, target) > threshold
+        ]
+        if due:
+            compact(table, partitions=due)
+    except Exception:  # noqa: BLE001 - an optimization after a successful commit
+        _log.warning("automatic compaction of store %r failed", table.spec.name, exc_info=True)
+
+
+def dump(db: RocksDBBytesStore, families: tuple[str, ...]) -> pa.Table:
+    """The committed contents of ``families`` as a snapshot table (see module doc)."""
+    batches = []
+    for family in families:
+        for keys, values in db.scan_columns(cf=family):
+            batches.append(
+                pa.record_batch(
+                    [
+                        pa.array([family] * len(keys), pa.string()),
+                        pa.array(keys, pa.binary()),
+                        pa.array(values, pa.binary()),
+                    ],
+                    schema=SNAPSHOT_SCHEMA,
+                )
+            )
+    return pa.Table.from_batches(batches, schema=SNAPSHOT_SCHEMA)
+
+
+def write_snapshot(
+    storage: Storage, store_dir: str, partition: int, snapshot: pa.Table, write_id: str
+) -> ChangelogFile:
+    """Write one partition's snapshot durably; describe it for the compact record."""
+    import zlib
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, SNAPSHOT_SCHEMA) as writer:
+        writer.write_table(snapshot, max_chunksize=1 << 16)
+    data = sink.getvalue().to_pybytes()
+    rel = snapshot_path(partition, write_id)
+    storage.write_bytes(data, store_dir, rel)
+    return ChangelogFile(
+        partition=partition, path=rel, rows=snapshot.num_rows, size=len(data),
+        crc32=zlib.crc32(data),
+    )  # fmt: skip
+
+
+def snapshot_runs(
+    storage: Storage, store_dir: str, ref: ChangelogFile
+) -> Iterator[tuple[str, pa.Array, pa.Array]]:
+    """A verified snapshot's sorted runs: ``(column family, keys, values)``.
+
+    Raises:
+        CorruptDataError: the file is missing or fails its size or checksum.
+    """
+    table = read_changelog(storage, store_dir, ref)
+    if table.num_rows == 0:
+        return
+    cfs = table.column("cf").combine_chunks()
+    keys = table.column("key").combine_chunks()
+    values = table.column("value").combine_chunks()
+    runs = pc.run_end_encode(cfs)
+    start = 0
+    for name, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
+        yield name, keys.slice(start, end - start), values.slice(start, end - start)
+        start = end
+
+
+def load_snapshot(db: RocksDBBytesStore, storage: Storage, store_dir: str, ref: ChangelogFile) -> None:
+    """Stage a verified snapshot's rows into ``db`` (the caller empties it first and commits)."""
+    for family, keys, values in snapshot_runs(storage, store_dir, ref):
+        db.put_many(keys.to_pylist(), values.to_pylist(), family)

@@ -1,0 +1,222 @@
+"""Compaction: snapshots hold a partition's exact state, are published through the log, and
+new readers start from them; old commits stay readable."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from catalog import Catalog, StoreTable, commit_log
+from catalog.cli import main as cli
+from catalog.commit_log import COMMITS_DIR, record_name
+from catalog.compaction import compact, dump, load_snapshot, tail_files
+from catalog.local_cache import PartitionCache
+from stores.errors import CorruptDataError
+from stores.rocksdb_bytes import RocksDBBytesStore
+
+HOUR = 3_600_000
+
+KINDS: dict[str, dict[str, Any]] = {
+    "keyvalue": {},
+    "timestamped": {},
+    "versioned": {"history_retention_ms": 10 * HOUR},
+    "window": {"window_size_ms": HOUR, "retention_ms": 6 * HOUR, "retain_duplicates": True},
+    "session": {"retention_ms": 6 * HOUR},
+}
+
+
+def _columns(kind: str, n: int, step: int, rng: random.Random) -> dict[str, pa.Array]:
+    times = [step * HOUR // 2 + rng.randrange(HOUR) for _ in range(n)]
+    if kind in ("timestamped", "versioned"):
+        return {"timestamp": pa.array(times, pa.int64())}
+    if kind == "window":
+        return {"window_start": pa.array([t - t % HOUR for t in times], pa.int64())}
+    if kind == "session":
+        return {"session_start": pa.array(times, pa.int64()),
+                "session_end": pa.array([t + 60_000 for t in times], pa.int64())}  # fmt: skip
+    return {}
+
+
+def _build(catalog: Catalog, kind: str, appends: int = 12) -> StoreTable:
+    """A store written by many small appends: updates, deletes and expiring windows."""
+    table = catalog.create_store("s", kind, "string", "long", num_partitions=2, **KINDS[kind])
+    rng = random.Random(7)
+    for step in range(appends):
+        keys = [f"k{rng.randrange(20)}" for _ in range(15)]
+        values = [None if rng.random() < 0.15 else rng.randrange(1000) for _ in keys]
+        if kind in ("window", "session"):
+            values = [v if v is not None else 0 for v in values]
+        table.commit(table.stage(pa.array(keys), pa.array(values, pa.int64()),
+                                 _columns(kind, len(keys), step, rng)))  # fmt: skip
+    return table
+
+
+def _fresh(catalog: Catalog, tmp_path: Path, name: str) -> Catalog:
+    commit_log._RECORDS.clear()
+    return Catalog(catalog.root, cache_dir=str(tmp_path / name), compact_after_files=0)
+
+
+def _sorted(table: pa.Table) -> list[tuple[Any, ...]]:
+    return sorted(tuple(str(v) for v in r.values()) for r in table.to_pylist())
+
+
+@pytest.fixture
+def catalog(warehouse: str, tmp_path: Path) -> Catalog:
+    return Catalog(warehouse, cache_dir=str(tmp_path / "cache"), compact_after_files=0)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_snapshot_holds_exactly_the_state_the_log_gives(
+    catalog: Catalog, tmp_path: Path, kind: str
+) -> None:
+    table = _build(catalog, kind)
+    families = table.kind.column_families(table.spec.params)
+    for partition in range(2):
+        cache = PartitionCache(catalog.storage, table.spec, "s", partition, str(tmp_path / "c"))
+        with cache.open_at(table.log.latest_id()) as (store, _):
+            snapshot = dump(store.wrapped, families)
+            expected = {f: list(store.wrapped.items(f)) for f in families}
+        record = compact(table, partitions=[partition])
+        assert record is not None and record.base == record.id - 1
+        (ref,) = record.files_for(partition)
+        assert ref.rows == snapshot.num_rows > 0
+        db = RocksDBBytesStore(tmp_path / f"restored-{partition}", families, autocommit=False)
+        try:
+            load_snapshot(db, catalog.storage, "s", ref)
+            db.commit()
+            assert {f: list(db.items(f)) for f in families} == expected
+        finally:
+            db.close()
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_reads_after_compaction_equal_reads_before_at_every_commit(
+    catalog: Catalog, tmp_path: Path, kind: str
+) -> None:
+    table = _build(catalog, kind)
+    latest = table.log.latest_id()
+    before = {c: _sorted(table.to_arrow(as_of=None) if c == latest else _at(table, c))
+              for c in (2, latest // 2, latest)}  # fmt: skip
+    assert catalog.compact("s") is not None
+    later = _build_more(catalog, kind)
+    fresh = _fresh(catalog, tmp_path, "fresh").load("s")
+    for commit_id, rows in before.items():
+        assert _sorted(_at(fresh, commit_id)) == rows
+    assert _sorted(fresh.to_arrow()) == _sorted(later.to_arrow())
+
+
+def _at(table: StoreTable, commit_id: int) -> pa.Table:
+    batches = [b for p in range(table.spec.num_partitions)
+               for b in table.read_partition(p, commit_id)]  # fmt: skip
+    return pa.Table.from_batches(batches, schema=table.arrow_schema())
+
+
+def _build_more(catalog: Catalog, kind: str) -> StoreTable:
+    table = catalog.load("s")
+    rng = random.Random(11)
+    keys = [f"k{rng.randrange(20)}" for _ in range(10)]
+    table.commit(table.stage(pa.array(keys), pa.array(range(10), pa.int64()),
+                             _columns(kind, 10, 13, rng)))  # fmt: skip
+    return table
+
+
+def test_a_compaction_needs_no_lock_against_writers(catalog: Catalog) -> None:
+    table = _build(catalog, "keyvalue", appends=3)
+    base = table.log.latest_id()
+    real = table.log.latest_id
+    # A writer commits while the compaction materializes: the snapshot keeps its own base.
+    calls = []
+
+    def latest_then_commit() -> int:
+        value = real()
+        if not calls:
+            calls.append(value)
+            other = Catalog(catalog.root, cache_dir=catalog.cache_dir).load("s")
+            other.commit(other.stage(pa.array(["late"]), pa.array([1]), None))
+        return value
+
+    table.log.latest_id = latest_then_commit  # type: ignore[method-assign]
+    record = compact(table)
+    assert record is not None and record.base == base and record.id == base + 2
+    fresh = Catalog(catalog.root).load("s")
+    assert "late" in fresh.to_arrow().column("key").to_pylist()
+
+
+def test_restore_plans_start_from_the_newest_usable_snapshot(catalog: Catalog) -> None:
+    table = _build(catalog, "keyvalue", appends=4)  # commits 1..5
+    first = compact(table)  # 6, base 5
+    table.commit(table.stage(pa.array(["a"]), pa.array([1]), None))  # 7
+    table.commit(table.stage(pa.array(["b"]), pa.array([2]), None), overwrite=True)  # 8
+    table.commit(table.stage(pa.array(["c"]), pa.array([3]), None))  # 9
+    log = table.log
+    assert first is not None and first.id == 6
+    plan = log.restore_plan(0, 7, 0)
+    assert plan.reset and plan.snapshot == first and [r.id for r in plan.records] == [7]
+    plan = log.restore_plan(5, 7, 0)  # the cache already holds the snapshot's state
+    assert plan.snapshot is None and [r.id for r in plan.records] == [7]
+    plan = log.restore_plan(0, 9, 0)  # an overwrite after the base wins
+    assert plan.snapshot is None and [r.id for r in plan.records] == [8, 9]
+    plan = log.restore_plan(0, 4, 0)  # older than the snapshot: the log alone
+    assert plan.snapshot is None and [r.id for r in plan.records] == [1, 2, 3, 4]
+    assert log.replay_plan(0, 7) == (False, [log.read(i) for i in (1, 2, 3, 4, 5, 7)])
+    assert tail_files(log, 0, 7) == len(log.read(7).files_for(0))
+
+
+def test_commits_compact_automatically_past_the_threshold(warehouse: str, tmp_path: Path) -> None:
+    catalog = Catalog(warehouse, cache_dir=str(tmp_path / "cache"), compact_after_files=4)
+    table = catalog.create_store("s", "keyvalue", "string", "long")
+    for i in range(6):
+        table.commit(table.stage(pa.array([f"k{i}"]), pa.array([i]), None))
+    operations = [table.log.read(i).operation for i in table.log.ids()]
+    assert operations == ["create"] + ["append"] * 5 + ["compact", "append"]
+    assert tail_files(table.log, 0, table.log.latest_id()) == 1
+    assert len(table.to_arrow()) == 6
+
+
+def test_an_edited_or_missing_snapshot_is_refused(catalog: Catalog, warehouse: str, tmp_path: Path) -> None:
+    table = _build(catalog, "keyvalue", appends=3)
+    record = compact(table)
+    assert record is not None
+    path = Path(warehouse, "s", record.files[0].path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    db = RocksDBBytesStore(tmp_path / "db", ("default",), autocommit=False)
+    try:
+        with pytest.raises(CorruptDataError, match="does not match its commit record"):
+            load_snapshot(db, catalog.storage, "s", record.files[0])
+    finally:
+        db.close()
+    raw = json.loads(Path(warehouse, "s", COMMITS_DIR, record_name(record.id)).read_bytes())
+    assert raw["operation"] == "compact" and raw["base"] == record.base
+
+
+def test_vacuum_keeps_listed_snapshots_and_removes_those_of_a_failed_compaction(
+    catalog: Catalog, warehouse: str
+) -> None:
+    table = _build(catalog, "keyvalue", appends=3)
+    record = compact(table)
+    assert record is not None
+    orphan = Path(warehouse, "s", "snapshot", "00000", "compact-dead.arrow")
+    orphan.write_bytes(b"half")
+    for path in Path(warehouse, "s").rglob("*"):
+        if path.is_file():
+            os.utime(path, (path.stat().st_atime - 3600, path.stat().st_mtime - 3600))
+    report = catalog.vacuum("s", older_than_ms=60_000)[0]
+    assert report.deleted == ["snapshot/00000/compact-dead.arrow"]
+    assert all(Path(warehouse, "s", f.path).exists() for f in record.files)
+
+
+def test_the_command_line_compacts(catalog: Catalog, capsys: pytest.CaptureFixture[str]) -> None:
+    _build(catalog, "keyvalue", appends=3)
+    assert cli(["--root", catalog.root, "--json", "compact", "s"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["compacted"] and out["base"] == 4 and out["commit"] == 5
+    assert cli(["--root", catalog.root, "--json", "compact", "s"]) == 0
+    assert json.loads(capsys.readouterr().out)["compacted"] is False
