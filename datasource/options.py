@@ -36,6 +36,7 @@ OPTIONS = (
     "txnAppId",
     "txnVersion",
     "singleWriter",
+    "checkpointLocation",
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
 #: Options that shape a store when a write creates it.
@@ -86,8 +87,8 @@ class StoreOptions:
     single_writer: bool = False
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> StoreOptions:
-        """Parse Spark's option map.
+    def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> StoreOptions:
+        """Parse Spark's option map (``streaming``: of a ``writeStream``).
 
         Raises:
             InvalidOptionError: an unknown option (naming the closest valid one), a missing
@@ -132,7 +133,7 @@ class StoreOptions:
             as_of_ms=_instant(given, "asOfTimestamp"),
             window_start_from_ms=_instant(given, "windowStartFrom"),
             window_start_to_ms=_instant(given, "windowStartTo"),
-            txn_app_id=_txn_app_id(given),
+            txn_app_id=_txn_app_id(given, streaming),
             txn_version=_whole(given, "txnVersion"),
             single_writer=bool(_boolean(given, "singleWriter")),
         )
@@ -165,9 +166,15 @@ class StoreOptions:
         return Scan(as_of=self.as_of_ms, time_from=low, time_to=high)
 
 
-def _txn_app_id(given: dict[str, str]) -> str | None:
-    """``txnAppId`` and ``txnVersion`` come together (Delta's idempotent writes)."""
-    if ("txnAppId" in given) != ("txnVersion" in given):
+def _txn_app_id(given: dict[str, str], streaming: bool) -> str | None:
+    """``txnAppId`` and ``txnVersion`` come together (Delta's idempotent writes); a stream's
+    version is its micro-batch id, so there ``txnAppId`` comes alone (if at all)."""
+    if streaming and "txnVersion" in given:
+        raise InvalidOptionError(
+            "option 'txnVersion' does not apply to a streaming write: each micro-batch commits "
+            "with its batch id as the version; give 'txnAppId' alone (default: the query id)"
+        )
+    if not streaming and ("txnAppId" in given) != ("txnVersion" in given):
         raise InvalidOptionError(
             "options 'txnAppId' and 'txnVersion' go together: give both (an application id "
             "and a version that grows with each write) or neither",

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceReader
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+)
 from pyspark.sql.types import StructType
 
 if TYPE_CHECKING:
@@ -58,6 +63,13 @@ class DefaultSource(DataSource):
         from datasource.writer import StateStoreWriter
 
         return StateStoreWriter.plan(self._options(), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
+        from datasource.options import StoreOptions
+        from datasource.stream_writer import StateStoreStreamWriter
+
+        options = StoreOptions.parse(self.options, streaming=True)
+        return StateStoreStreamWriter.plan(options, schema, overwrite)
 
     def __repr__(self) -> str:
         return f"DefaultSource(options={dict(self.options)!r})"
