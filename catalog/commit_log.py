@@ -58,6 +58,7 @@ from catalog.storage import Storage
 from stores.errors import (
     CommitConflictError,
     CorruptDataError,
+    InvalidOptionError,
     StoreAlreadyExistsError,
     StoreNotFoundError,
 )
@@ -430,6 +431,36 @@ class CommitLog:
         if reset_at is not None:
             return RestorePlan(True, None, [r for r in changes if r.id >= reset_at])
         return RestorePlan(False, None, [r for r in changes if r.id > applied])
+
+    def version_at(self, version: int | None = None, timestamp_ms: int | None = None) -> int:
+        """The commit a read pins: ``version`` itself, or the newest commit made at or before
+        ``timestamp_ms`` (Delta's ``versionAsOf`` / ``timestampAsOf``), else the latest.
+
+        Raises:
+            InvalidOptionError: the version does not exist yet, or the time is before the
+                store's first commit (naming the range that exists).
+        """
+        latest = self.latest_id()
+        if version is not None:
+            if version > latest:
+                raise InvalidOptionError(
+                    f"option 'versionAsOf' is {version} but store {self.store_dir!r} has "
+                    f"commits 1 to {latest}"
+                )
+            return version
+        if timestamp_ms is None:
+            return latest
+        found = 0
+        for commit_id in range(1, latest + 1):  # commit times grow with ids (one clock each)
+            if self.read(commit_id).timestamp_ms <= timestamp_ms:
+                found = commit_id
+        if found == 0:
+            first = self.read(1).timestamp_ms
+            raise InvalidOptionError(
+                f"option 'timestampAsOf' ({timestamp_ms} ms) is before store "
+                f"{self.store_dir!r} was created ({first} ms, commit 1)"
+            )
+        return found
 
     def find_write(self, write_id: str, after: int = 0) -> CommitRecord | None:
         """The record that published ``write_id``, looking at ids above ``after``; None if the

@@ -31,6 +31,8 @@ OPTIONS = (
     "timestamped",
     "headers",
     "asOfTimestamp",
+    "versionAsOf",
+    "timestampAsOf",
     "windowStartFrom",
     "windowStartTo",
     "txnAppId",
@@ -80,6 +82,8 @@ class StoreOptions:
     timestamped: bool | None = None
     headers: bool | None = None
     as_of_ms: int | None = None
+    version_as_of: int | None = None
+    timestamp_as_of_ms: int | None = None
     window_start_from_ms: int | None = None
     window_start_to_ms: int | None = None
     txn_app_id: str | None = None
@@ -131,6 +135,8 @@ class StoreOptions:
             timestamped=_boolean(given, "timestamped"),
             headers=_boolean(given, "headers"),
             as_of_ms=_instant(given, "asOfTimestamp"),
+            version_as_of=_version(given),
+            timestamp_as_of_ms=_instant(given, "timestampAsOf"),
             window_start_from_ms=_instant(given, "windowStartFrom"),
             window_start_to_ms=_instant(given, "windowStartTo"),
             txn_app_id=_txn_app_id(given, streaming),
@@ -184,6 +190,17 @@ def _txn_app_id(given: dict[str, str], streaming: bool) -> str | None:
     if app_id is not None and not app_id.strip():
         raise InvalidOptionError("option 'txnAppId' is empty; accepted: a non-empty string")
     return app_id
+
+
+def _version(given: dict[str, str]) -> int | None:
+    if "versionAsOf" in given and "timestampAsOf" in given:
+        raise InvalidOptionError(
+            "options 'versionAsOf' and 'timestampAsOf' both pick the commit to read; give one"
+        )
+    version = _whole(given, "versionAsOf")
+    if version is not None and version < 1:
+        raise InvalidOptionError("option 'versionAsOf' is 0; commits are numbered from 1")
+    return version
 
 
 def _whole(given: dict[str, str], name: str) -> int | None:

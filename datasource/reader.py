@@ -52,7 +52,8 @@ class StateStoreReader(DataSourceReader):
         check_creation_options(options, table)
         scan = options.scan()
         table.check_scan(scan)
-        return cls(catalog.root, table.spec, table.log.latest_id(), scan)
+        version = table.log.version_at(options.version_as_of, options.timestamp_as_of_ms)
+        return cls(catalog.root, table.spec, version, scan)
 
     def partitions(self) -> Sequence[InputPartition]:
         owners = self.pushdown.partitions(self.spec.key_type, self.spec.num_partitions)

@@ -105,6 +105,8 @@ class StateStoreWriter(DataSourceArrowWriter):
         """
         for name, value in (
             ("asOfTimestamp", options.as_of_ms),
+            ("versionAsOf", options.version_as_of),
+            ("timestampAsOf", options.timestamp_as_of_ms),
             ("windowStartFrom", options.window_start_from_ms),
             ("windowStartTo", options.window_start_to_ms),
         ):

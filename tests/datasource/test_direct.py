@@ -164,3 +164,32 @@ def test_a_backend_without_atomic_commits_is_refused_before_any_task() -> None:
     writer = StateStoreWriter.plan(options(root, singleWriter="true", **VERSIONED), SCHEMA, overwrite=False)
     writer.commit([writer.write(iter([batch(["EUR"], [1.1], [100])]))])
     assert Catalog(root).list() == ["rates"]
+
+
+def test_time_travel_by_commit_with_version_and_timestamp(warehouse: str) -> None:
+    def append(keys: list[str], values: list[float], stamp: int) -> None:
+        writer = StateStoreWriter.plan(options(warehouse, **VERSIONED), SCHEMA, overwrite=False)
+        writer.commit([writer.write(iter([batch(keys, values, [stamp] * len(keys))]))])
+
+    append(["EUR"], [1.1], 100)
+    append(["EUR", "GBP"], [1.2, 1.5], 200)
+    append(["GBP"], [1.6], 300)
+    log = Catalog(warehouse).load("rates").log
+
+    def at(**extra: str) -> list[tuple[object, object]]:
+        return [(r["key"], r["value"]) for r in read_all(StateStoreReader.plan(options(warehouse, **extra)))]
+
+    assert at(versionAsOf="1") == [("EUR", 1.1)]
+    assert at(versionAsOf="2") == [("EUR", 1.2), ("GBP", 1.5)]
+    assert at(versionAsOf="2", asOfTimestamp="150") == [("EUR", 1.1)]  # the two clocks combine
+    second = log.read(2).timestamp_ms
+    assert at(timestampAsOf=str(second)) == at(versionAsOf="2")
+    assert at(timestampAsOf=str(log.read(3).timestamp_ms + 60_000)) == [("EUR", 1.2), ("GBP", 1.6)]
+    with pytest.raises(InvalidOptionError, match="'versionAsOf' is 4 but store 'rates' has commits 1 to 3"):
+        StateStoreReader.plan(options(warehouse, versionAsOf="4"))
+    with pytest.raises(InvalidOptionError, match="before store 'rates' was created"):
+        StateStoreReader.plan(options(warehouse, timestampAsOf=str(log.read(1).timestamp_ms - 1)))
+    with pytest.raises(InvalidOptionError, match="give one"):
+        options(warehouse, versionAsOf="1", timestampAsOf="0")
+    with pytest.raises(InvalidOptionError, match="'versionAsOf' applies to reads only"):
+        StateStoreWriter.plan(options(warehouse, versionAsOf="1"), SCHEMA, overwrite=False)
