@@ -211,6 +211,34 @@ class Catalog:
         table = self.load(name)
         return {**table.spec.describe(), "latest_commit": table.log.latest_id()}
 
+    def history(self, name: str) -> pa.Table:
+        """A store's commits, newest first, like Delta's ``DESCRIBE HISTORY``: ``version``,
+        ``timestamp``, ``operation``, ``rows``, ``files``, ``bytes``, ``write_id``, the
+        idempotent writer's ``txn_app_id`` and ``txn_version`` (a stream's are
+        ``stream-<query id>`` and its batch id), and a compaction's ``base`` commit.
+
+        Raises:
+            StoreNotFoundError: the store does not exist.
+        """
+        log = self.load(name).log
+        records = [log.read(i) for i in reversed(log.ids())]
+        return pa.table(
+            {
+                "version": pa.array([r.id for r in records], pa.int64()),
+                "timestamp": pa.array([r.timestamp_ms * 1000 for r in records], TIMESTAMP),
+                "operation": pa.array([r.operation for r in records], pa.string()),
+                "rows": pa.array([r.summary.get("rows", 0) for r in records], pa.int64()),
+                "files": pa.array([len(r.files) for r in records], pa.int64()),
+                "bytes": pa.array([r.summary.get("bytes", 0) for r in records], pa.int64()),
+                "write_id": pa.array([r.write_id for r in records], pa.string()),
+                "txn_app_id": pa.array([r.txn.app_id if r.txn else None for r in records],
+                                       pa.string()),
+                "txn_version": pa.array([r.txn.version if r.txn else None for r in records],
+                                        pa.int64()),
+                "base": pa.array([r.base for r in records], pa.int64()),
+            }
+        )  # fmt: skip
+
     def compact(
         self,
         name: str,

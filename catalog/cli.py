@@ -61,25 +61,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def history(catalog: Catalog, store: str) -> list[dict[str, Any]]:
-    """A store's commits, newest first: id, time, operation, rows, files, bytes, writer."""
-    log = catalog.load(store).log
-    rows = []
-    for commit_id in reversed(log.ids()):
-        record = log.read(commit_id)
-        rows.append(
-            {
-                "commit": record.id,
-                "timestamp_ms": record.timestamp_ms,
-                "operation": record.operation,
-                "rows": record.summary.get("rows", 0),
-                "files": len(record.files),
-                "bytes": record.summary.get("bytes", 0),
-                "write_id": record.write_id,
-                "base": record.base,
-                "txn_app_id": record.txn.app_id if record.txn else None,
-                "txn_version": record.txn.version if record.txn else None,
-            }
-        )
+    """A store's commits, newest first (see ``Catalog.history``)."""
+    rows = catalog.history(store).to_pylist()
+    for row in rows:
+        row["timestamp_ms"] = int(row.pop("timestamp").timestamp() * 1000)
     return rows
 
 

@@ -39,6 +39,7 @@ OPTIONS = (
     "txnVersion",
     "singleWriter",
     "checkpointLocation",
+    "readHistory",
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
 #: Options that shape a store when a write creates it.
@@ -83,6 +84,7 @@ class StoreOptions:
     headers: bool | None = None
     as_of_ms: int | None = None
     version_as_of: int | None = None
+    read_history: bool = False
     timestamp_as_of_ms: int | None = None
     window_start_from_ms: int | None = None
     window_start_to_ms: int | None = None
@@ -136,6 +138,7 @@ class StoreOptions:
             headers=_boolean(given, "headers"),
             as_of_ms=_instant(given, "asOfTimestamp"),
             version_as_of=_version(given),
+            read_history=bool(_boolean(given, "readHistory")),
             timestamp_as_of_ms=_instant(given, "timestampAsOf"),
             window_start_from_ms=_instant(given, "windowStartFrom"),
             window_start_to_ms=_instant(given, "windowStartTo"),

@@ -48,6 +48,10 @@ class DefaultSource(DataSource):
         from datasource.spark_types import spark_schema
 
         options = self._options()
+        if options.read_history:
+            from datasource.history import HISTORY_SCHEMA
+
+            return HISTORY_SCHEMA
         table = Catalog(options.root).load(options.store)
         return spark_schema(table)
 
@@ -55,9 +59,14 @@ class DefaultSource(DataSource):
         from datasource.pushdown import pushdown_wanted
         from datasource.reader import PushdownStateStoreReader, StateStoreReader
 
+        options = self._options()
+        if options.read_history:
+            from datasource.history import HistoryReader
+
+            return HistoryReader(options.root, options.store)
         if pushdown_wanted():
-            return PushdownStateStoreReader.plan(self._options())
-        return StateStoreReader.plan(self._options())
+            return PushdownStateStoreReader.plan(options)
+        return StateStoreReader.plan(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from datasource.writer import StateStoreWriter

@@ -336,7 +336,7 @@ def test_the_command_line_lists_describes_shows_history_and_vacuums(
     assert main(["--root", catalog.root, "list"]) == 0 and capsys.readouterr().out.strip() == "kv"
     assert main(["--root", catalog.root, "--json", "history", "kv"]) == 0
     history = json.loads(capsys.readouterr().out)
-    assert [h["commit"] for h in history] == [3, 2, 1] and history[-1]["operation"] == "create"
+    assert [h["version"] for h in history] == [3, 2, 1] and history[-1]["operation"] == "create"
     assert main(["--root", catalog.root, "--json", "vacuum", "kv", "--dry-run", "--older-than", "1h"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["deleted_files"] == 0
     assert main(["--root", catalog.root, "describe", "nope"]) == 1

@@ -231,3 +231,16 @@ def test_filters_with_python_pushdown_enabled_give_the_same_rows(spark: Any, rat
     finally:
         spark.conf.unset(conf)
     assert df.where("key = 'EUR'").count() == 1
+
+
+def test_the_commit_history_reads_as_a_table(spark: Any, warehouse: str) -> None:
+    df = spark.createDataFrame([(1, 10)], "key bigint, value bigint")
+    write(df, warehouse, "hist", txnAppId="nightly", txnVersion="3")
+    write(df, warehouse, "hist", mode="overwrite")
+    history = read(spark, warehouse, "hist", readHistory="true").collect()
+    assert [(r["version"], r["operation"], r["rows"], r["txn_app_id"], r["txn_version"])
+            for r in history] == [(2, "overwrite", 1, None, None), (1, "create", 1, "nightly", 3)]  # fmt: skip
+    from catalog import Catalog
+
+    first = Catalog(warehouse).load("hist").log.read(1).timestamp_ms
+    assert int(aware(history[1]["timestamp"]).timestamp() * 1000) == first
