@@ -10,7 +10,9 @@
 
 Adapters that serve a store of an older format as a newer one (Kafka's
 ``TimestampedToHeadersStoreAdapter`` ...) are in ``stores.adapters``. Interactive Queries v2 (query objects, results, positions) live in ``stores.query``; run one
-against a store with ``stores.query.query(store, query)``.
+against a store with ``stores.query.query(store, query)``. Any store opens transactionally
+(KIP-892: uncommitted writes, ``commit(changelog_offset)``, ``recover``) through
+``stores.transactional.TransactionalStore``.
 """
 
 from stores.adapters import (
@@ -65,6 +67,7 @@ from stores.records import (
 )
 from stores.session import SessionStore, SessionStoreWithHeaders
 from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+from stores.transactional import FileChangelog, MemoryChangelog, TransactionalStore
 from stores.versioned import NOT_PUT, VersionedKeyValueStore, VersionedRecord
 from stores.window import (
     TimestampedWindowStore,
@@ -79,6 +82,7 @@ __all__ = [
     "CommitConflictError",
     "CorruptDataError",
     "FailureReason",
+    "FileChangelog",
     "InvalidOptionError",
     "KeyQuery",
     "KeyValue",
@@ -86,6 +90,7 @@ __all__ = [
     "KeyValueStore",
     "KeyValueStoreProtocol",
     "KeyValueToTimestampedKeyValueByteStoreAdapter",
+    "MemoryChangelog",
     "MultiVersionedKeyQuery",
     "PlainToHeadersStoreAdapter",
     "PlainToHeadersWindowStoreAdapter",
@@ -114,6 +119,7 @@ __all__ = [
     "TimestampedWindowRangeWithHeadersQuery",
     "TimestampedWindowStore",
     "TimestampedWindowStoreWithHeaders",
+    "TransactionalStore",
     "ValueAndHeaders",
     "ValueAndTimestamp",
     "ValueTimestampHeaders",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import cast
 
 from rocksdict import AccessType, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
@@ -26,6 +26,10 @@ from stores._columns import chunked
 from stores.errors import CorruptDataError, StoreClosedError, StoreNotFoundError
 
 DEFAULT_CF = "default"
+
+#: One staged write as the change-logging layer records it: ``("put", cf, key, value)``,
+#: ``("delete", cf, key, None)`` or ``("delete_range", cf, start, end)``.
+RawOp = tuple[str, str, bytes, bytes | None]
 
 
 def _options() -> Options:
@@ -112,6 +116,12 @@ class RocksDBBytesStore:
         self._batch = WriteBatch(raw_mode=True)
         self._pending: dict[str, _Pending] = {}
         self._closed = False
+        self._uncommitted_bytes = 0
+        #: When set, every staged write is also appended here (see ``stores.transactional``).
+        self.recorder: list[RawOp] | None = None
+        #: When set (and not autocommitting), called at the end of every public operation of
+        #: the stores above: a point where the staged writes form a consistent state.
+        self.on_operation_end: Callable[[], None] | None = None
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -276,6 +286,9 @@ class RocksDBBytesStore:
         """Stage ``key -> value``."""
         self._writable(cf).writes[key] = value
         self._batch.put(key, value, self._handles[cf])
+        self._uncommitted_bytes += len(key) + len(value)
+        if self.recorder is not None:
+            self.recorder.append(("put", cf, key, value))
 
     def put_many(
         self, keys: Iterable[bytes], values: Iterable[bytes | None], cf: str = DEFAULT_CF
@@ -284,17 +297,27 @@ class RocksDBBytesStore:
         writes = self._writable(cf).writes
         handle = self._handles[cf]
         put, delete = self._batch.put, self._batch.delete
+        size = 0
+        recorder = self.recorder
         for key, value in zip(keys, values):
             writes[key] = value
             if value is None:
                 delete(key, handle)
+                size += len(key)
             else:
                 put(key, value, handle)
+                size += len(key) + len(value)
+            if recorder is not None:
+                recorder.append(("delete", cf, key, None) if value is None else ("put", cf, key, value))
+        self._uncommitted_bytes += size
 
     def delete(self, key: bytes, cf: str = DEFAULT_CF) -> None:
         """Stage the deletion of ``key``."""
         self._writable(cf).writes[key] = None
         self._batch.delete(key, self._handles[cf])
+        self._uncommitted_bytes += len(key)
+        if self.recorder is not None:
+            self.recorder.append(("delete", cf, key, None))
 
     def delete_range(self, start: bytes, end: bytes, cf: str = DEFAULT_CF) -> None:
         """Stage the deletion of every key in ``[start, end)`` (empty if ``end <= start``)."""
@@ -305,6 +328,9 @@ class RocksDBBytesStore:
             del pending.writes[key]
         pending.ranges.append((start, end))
         self._batch.delete_range(start, end, self._handles[cf])
+        self._uncommitted_bytes += len(start) + len(end)
+        if self.recorder is not None:
+            self.recorder.append(("delete_range", cf, start, end))
 
     def clear(self, cf: str = DEFAULT_CF) -> None:
         """Stage the deletion of every key of a column family."""
@@ -319,12 +345,29 @@ class RocksDBBytesStore:
         """Whether writes are staged and not yet committed."""
         return bool(self._pending)
 
+    @property
+    def uncommitted_bytes(self) -> int:
+        """Key and value bytes staged since the last commit (KIP-892's measure of a transaction)."""
+        return self._uncommitted_bytes
+
     def commit(self) -> None:
         """Apply every staged write atomically."""
         if not self._pending:
             return
         self._db.write(self._batch)
         self._discard()
+
+    def apply(self, ops: Iterable[RawOp]) -> None:
+        """Stage recorded writes again (a changelog's replay)."""
+        for op, cf, a, b in ops:
+            if op == "put":
+                self.put(a, cast(bytes, b), cf)
+            elif op == "delete":
+                self.delete(a, cf)
+            elif op == "delete_range":
+                self.delete_range(a, cast(bytes, b), cf)
+            else:
+                raise CorruptDataError(f"unknown changelog operation {op!r}")
 
     @contextlib.contextmanager
     def operation(self) -> Iterator[None]:
@@ -344,6 +387,8 @@ class RocksDBBytesStore:
         """Commit if this store autocommits; called by stores after each public operation."""
         if self.autocommit:
             self.commit()
+        elif self.on_operation_end is not None:
+            self.on_operation_end()
 
     def rollback(self) -> None:
         """Discard every staged write."""
@@ -352,6 +397,7 @@ class RocksDBBytesStore:
     def _discard(self) -> None:
         self._batch = WriteBatch(raw_mode=True)
         self._pending = {}
+        self._uncommitted_bytes = 0
 
     def flush(self) -> None:
         """Flush memtables to disk (committed data only)."""
@@ -407,4 +453,4 @@ def _merge(
         i += 1
 
 
-__all__ = ["DEFAULT_CF", "RocksDBBytesStore"]
+__all__ = ["DEFAULT_CF", "RawOp", "RocksDBBytesStore"]
