@@ -607,8 +607,7 @@ class StoreTable:
         if scan.is_full:
             yield from cache.read_latest(snapshot, self._typed_scan(scan), self.arrow_schema())
         else:
-            with cache.open_at(snapshot) as (store, _):
-                yield from self._typed_scan(scan)(store)
+            yield from cache.read(snapshot, self._typed_scan(scan), self.arrow_schema())
 
     def _typed_scan(self, scan: Scan) -> Callable[[Any], Iterator[pa.RecordBatch]]:
         """A function scanning an open store into typed batches of ``arrow_schema()``."""

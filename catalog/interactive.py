@@ -56,6 +56,7 @@ from stores.records import (
     ValueTimestampHeaders,
     Windowed,
 )
+from stores.rocksdb_bytes import is_rocksdb_failure
 from stores.serdes import Serde, serde_for
 from stores.versioned import VersionedRecord
 
@@ -315,16 +316,24 @@ def _query_partition(
         partition,
         table.catalog.cache_dir or default_cache_root(),
     )
-    with cache.open_at(snapshot) as (store, shared):
-        raw = store_query(
-            store, raw_query, bound,
-            position=_position(table.spec.name, partition, snapshot), partition=partition,
-            collect_execution_info=info, described_as=typed_query,
-        )
-        typed = _Typed(key_serde, value_serde, f"{table.spec.name}[{partition}]@{snapshot}")
-        if raw.is_success():
-            raw = raw.with_result(typed.result(raw.get_result()))
-        store_class = type(store)
+    for attempt in (1, 2):
+        try:
+            with cache.open_at(snapshot) as (store, shared):
+                raw = store_query(
+                    store, raw_query, bound,
+                    position=_position(table.spec.name, partition, snapshot),
+                    partition=partition, collect_execution_info=info, described_as=typed_query,
+                )
+                name = f"{table.spec.name}[{partition}]@{snapshot}"
+                typed = _Typed(key_serde, value_serde, name)
+                if raw.is_success():
+                    raw = raw.with_result(typed.result(raw.get_result()))
+                store_class = type(store)
+            break
+        except Exception as exc:
+            if attempt == 2 or not is_rocksdb_failure(exc):
+                raise
+            cache.discard()  # damaged while queried: rebuilt from the log, asked again
     if info:
         where = "this machine's cache" if shared else "a private snapshot"
         raw.add_execution_info(
@@ -363,7 +372,9 @@ class _Typed:
             try:
                 for item in raw:
                     rows.append(self.element(item))
-            except Exception as exc:  # noqa: BLE001 - re-raised where Kafka's iterator throws
+            except Exception as exc:  # re-raised where Kafka's iterator throws
+                if is_rocksdb_failure(exc):
+                    raise  # the partition's cache is damaged: repaired by _query_partition
                 failure = exc
             finally:
                 close = getattr(raw, "close", None)

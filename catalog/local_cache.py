@@ -1,9 +1,12 @@
 """Local materialization: each store partition as a RocksDB that caches the committed changelog.
 
-The durable files are the truth; a partition's RocksDB is a cache of them. It keeps, in its
-``state_store_meta`` column family and in the same atomic batch as the data, the id of the last
-commit it applied (Kafka's checkpointed changelog offset), and catches up by replaying the
-partition's files of newer commits, one commit per batch. A lost directory is rebuilt.
+The durable files are the truth; a partition's RocksDB is a cache of them, kept as a
+transactional store (``stores.transactional``, the mechanism of the standalone stores): the
+commit log's commit id is its changelog offset. Catching up applies each newer commit's files as
+one transaction and commits it together with the commit's id, in the store's ``offsets`` column
+family; a crash at any point leaves the cache at the last commit it applied. A fresh cache
+starts from the newest usable snapshot (``catalog.compaction``) and replays the commits after
+it (``CommitLog.restore_plan``).
 
 Several tasks and processes read the same partition at once: reading takes a shared ``flock`` on
 a lock file beside the database and opens it read-only, which RocksDB allows alongside other
@@ -12,6 +15,13 @@ read-write. A reader pinned to an older commit than the cache has reached (a wri
 while its query ran), or one that finds the cache behind while others read it, reads from a
 private, temporary materialization instead: every query sees one snapshot, and no reader waits
 for another.
+
+Nothing local is trusted blindly. RocksDB checks its blocks and manifest; when it reports
+corruption (a flipped byte in an SST file, a truncated MANIFEST, a lost CURRENT), the cache is
+discarded and rebuilt from the log, once, before anything is served. Scans are written whole to
+an Arrow file before their first batch is served, so a corruption found mid-scan is rebuilt too.
+The latest full scan of a commit is kept as ``<cache>.scans/<commit>.arrow`` with a CRC-32
+sidecar, fsynced; a scan file that fails its check is deleted and rebuilt, never served.
 
 Where: ``$STATE_STORE_CACHE_DIR``, else the first of ``$SPARK_LOCAL_DIRS`` (set by Spark for
 Python workers: executor-local), else the system temporary directory.
@@ -24,23 +34,30 @@ import fcntl
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 import uuid
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
 
+from catalog import faults
 from catalog.changelog import read_changelog
 from catalog.commit_log import CommitLog
+from catalog.compaction import load_snapshot
 from catalog.kinds import kind_of
 from catalog.spec import StoreSpec
 from catalog.storage import Storage
-from stores.errors import StoreNotFoundError
-from stores.rocksdb_bytes import RocksDBBytesStore
+from stores.errors import CorruptDataError, StoreNotFoundError
+from stores.rocksdb_bytes import RocksDBBytesStore, is_rocksdb_failure
+from stores.transactional import OFFSETS_CF, TransactionalStore, committed_offset_of
 
-META_CF = "state_store_meta"
-_APPLIED = b"appliedCommit"
+#: Bumped when the cache layout changes: older caches are simply not found (and rebuilt).
+CACHE_FORMAT = 2
+#: A cache applies one commit per transaction, however large: the unit of the log.
+_UNBOUNDED = sys.maxsize
 
 
 def default_cache_root() -> str:
@@ -51,11 +68,6 @@ def default_cache_root() -> str:
     spark_dirs = os.environ.get("SPARK_LOCAL_DIRS")
     base = spark_dirs.split(",")[0] if spark_dirs else tempfile.gettempdir()
     return os.path.join(base, "state_store_cache")
-
-
-def _applied(db: RocksDBBytesStore) -> int:
-    raw = db.get(_APPLIED, META_CF)
-    return int.from_bytes(raw, "big") if raw else 0
 
 
 class PartitionCache:
@@ -71,15 +83,20 @@ class PartitionCache:
         self.kind = kind_of(spec.kind)
         warehouse = hashlib.sha1(storage.root.encode()).hexdigest()[:12]
         self.path = os.path.join(
-            cache_root, warehouse, f"{spec.name}-{spec.store_id}", f"p{partition:05d}"
+            cache_root,
+            warehouse,
+            f"{spec.name}-{spec.store_id}",
+            f"p{partition:05d}.v{CACHE_FORMAT}",
         )
         self.log = CommitLog(storage, store_dir, spec.store_id)
-        self._families = (*self.kind.column_families(spec.params), META_CF)
+        self._families = tuple(self.kind.column_families(spec.params))
+
+    # -- locking and repair --------------------------------------------------------------------
 
     @contextlib.contextmanager
     def _lock(self, exclusive: bool, *, wait: bool = True) -> Iterator[None]:
         """Hold the partition's ``flock``; raises BlockingIOError if busy and not ``wait``."""
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        _makedirs(os.path.dirname(self.path))
         with open(self.path + ".lock", "a+b") as handle:
             mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
             fcntl.flock(handle, mode if wait else mode | fcntl.LOCK_NB)
@@ -88,25 +105,72 @@ class PartitionCache:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def discard(self) -> None:
+        """Delete the cache and its scan files (under the exclusive lock): rebuilt on next use."""
+        with self._lock(exclusive=True):
+            shutil.rmtree(self.path, ignore_errors=True)
+            shutil.rmtree(self.path + ".scans", ignore_errors=True)
+
+    def _repairing(self, action: Callable[[], Any]) -> Any:
+        """Run ``action``; if RocksDB reports damage, discard the cache and run it once more.
+
+        Raises:
+            CorruptDataError: the damage persists after a rebuild.
+        """
+        try:
+            return action()
+        except Exception as exc:
+            if not is_rocksdb_failure(exc):
+                raise
+            self.discard()
+        try:
+            return action()
+        except Exception as exc:
+            if not is_rocksdb_failure(exc):
+                raise
+            raise CorruptDataError(
+                f"the local cache {self.path} of store {self.spec.name!r} partition "
+                f"{self.partition} fails even after a rebuild from the log: {exc}"
+            ) from exc
+
+    # -- catching up ---------------------------------------------------------------------------
+
     def catch_up(self, target: int) -> int:
         """Bring the cache to commit ``target`` (never backwards); return the id it is at."""
         with self._lock(exclusive=True):
-            return self._catch_up(self.path, target)
+            applied: int = self._repairing(lambda: self._catch_up(self.path, target))
+            return applied
+
+    def _open_transactional(self, path: str) -> TransactionalStore[Any]:
+        return TransactionalStore(
+            path,
+            self._families,
+            lambda db: self.kind.open(db, self.spec.params),
+            max_uncommitted_bytes=_UNBOUNDED,
+        )
 
     def _catch_up(self, path: str, target: int) -> int:
-        db = RocksDBBytesStore(path, self._families, autocommit=False)
+        if not os.path.isdir(path):
+            _makedirs(path)
+        tx = self._open_transactional(path)
         try:
-            applied = _applied(db)
+            applied = tx.committed_offset() or 0
             if applied >= target:
                 return applied
-            reset, records = self.log.replay_plan(applied, target)
-            if reset:  # staged in the batch of the first record's data: atomic with it
+            plan = self.log.restore_plan(applied, target, self.partition)
+            if plan.reset:  # staged in the first transaction below: atomic with its data
                 for family in self._families:
-                    db.clear(family)
-            store = self.kind.open(db, self.spec.params)
+                    tx.db.clear(family)
+                tx.reopen()
             if path == self.path:
                 shutil.rmtree(self.path + ".scans", ignore_errors=True)
-            for record in records:
+            if plan.snapshot is not None and plan.snapshot.base is not None:
+                for ref in plan.snapshot.files_for(self.partition):
+                    load_snapshot(tx.db, self.storage, self.store_dir, ref)
+                tx.commit(plan.snapshot.base)
+                tx.reopen()
+                faults.point("cache.applied")
+            for record in plan.records:
                 # One commit's files are applied as one table: a kind may order its rows (the
                 # versioned kind sorts by timestamp), and how Spark split them into tasks and
                 # files must not matter.
@@ -114,25 +178,31 @@ class PartitionCache:
                     read_changelog(self.storage, self.store_dir, ref)
                     for ref in record.files_for(self.partition)
                 ]
-                if tables:
-                    self.kind.apply(store, pa.concat_tables(tables), self.spec.params)
-                db.put(_APPLIED, record.id.to_bytes(8, "big"), META_CF)
-                db.commit()
+                if not tables:
+                    continue  # nothing for this partition: committed with the next one
+                self.kind.apply(tx.store, pa.concat_tables(tables), self.spec.params)
+                tx.commit(record.id)
+                faults.point("cache.applied")
+            if tx.committed_offset() != target:
+                tx.commit(target)  # commits after the last one with files for this partition
             return target
         finally:
-            db.close()
+            tx.close()
+
+    # -- reading -------------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def _open_shared(self, target: int) -> Iterator[Any]:
         """Yield the cache's store under a shared lock if it is at ``target``, else None."""
         with self._lock(exclusive=False):
             try:
-                db = RocksDBBytesStore(self.path, self._families, read_only=True)
+                db = RocksDBBytesStore(self.path, (*self._families, OFFSETS_CF), read_only=True)
             except StoreNotFoundError:
                 yield None
                 return
             try:
-                yield self.kind.open(db, self.spec.params) if _applied(db) == target else None
+                at = committed_offset_of(db)
+                yield self.kind.open(db, self.spec.params) if at == target else None
             finally:
                 db.close()
 
@@ -143,31 +213,71 @@ class PartitionCache:
         ``shared`` is True when it is this machine's cache, read under a shared lock that other
         readers share; False for a private materialization, made when the cache cannot be at
         ``target``: it has moved past it, or it is behind and busy with readers (waiting for
-        them could wait on a half-consumed scan of this very process).
+        them could wait on a half-consumed scan of this very process). A cache that RocksDB
+        reports damaged while opening is rebuilt (see ``read``).
         """
-        with self._open_shared(target) as store:
-            if store is not None:
-                yield store, True
-                return
+        with contextlib.ExitStack() as stack:
+            opened = self._repairing(lambda: self._enter_at(stack, target))
+            yield opened
+
+    def _enter_at(self, stack: contextlib.ExitStack, target: int) -> tuple[Any, bool]:
+        inner = contextlib.ExitStack()
         try:
-            with self._lock(exclusive=True, wait=False):
-                self._catch_up(self.path, target)
-        except BlockingIOError:
-            pass
-        with self._open_shared(target) as store:
+            store = inner.enter_context(self._open_shared(target))
+            if store is None:
+                inner.close()
+                try:
+                    with self._lock(exclusive=True, wait=False):
+                        self._catch_up(self.path, target)
+                except BlockingIOError:
+                    pass
+                store = inner.enter_context(self._open_shared(target))
             if store is not None:
-                yield store, True
-                return
-        private = tempfile.mkdtemp(prefix="snapshot-", dir=os.path.dirname(self.path))
-        try:
+                stack.enter_context(inner.pop_all())
+                return store, True
+            inner.close()
+            private = tempfile.mkdtemp(prefix="snapshot-", dir=os.path.dirname(self.path))
+            stack.callback(shutil.rmtree, private, True)
             self._catch_up(private, target)
-            db = RocksDBBytesStore(private, self._families, read_only=True)
-            try:
-                yield self.kind.open(db, self.spec.params), False
-            finally:
-                db.close()
+            db = RocksDBBytesStore(private, (*self._families, OFFSETS_CF), read_only=True)
+            stack.callback(db.close)
+            return self.kind.open(db, self.spec.params), False
+        except BaseException:
+            inner.close()
+            raise
+
+    def read(
+        self, target: int, scan: Callable[[Any], Iterator[pa.RecordBatch]], schema: pa.Schema
+    ) -> Iterator[pa.RecordBatch]:
+        """The batches ``scan(store)`` yields at commit ``target``.
+
+        The scan is written whole to a temporary Arrow file before its first batch is served:
+        if RocksDB reports damage midway, the cache is rebuilt and the scan run again, and no
+        caller ever saw a batch of the damaged one.
+        """
+        _makedirs(os.path.dirname(self.path))
+        tmp = os.path.join(os.path.dirname(self.path), f"scan-{uuid.uuid4().hex}.arrow")
+        try:
+            self._repairing(lambda: self._scan_to(tmp, target, scan, schema))
+            yield from _batches(tmp)
         finally:
-            shutil.rmtree(private, ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def _scan_to(
+        self,
+        path: str,
+        target: int,
+        scan: Callable[[Any], Iterator[pa.RecordBatch]],
+        schema: pa.Schema,
+    ) -> None:
+        with (
+            self.open_at(target) as (store, _),
+            pa.OSFile(path, "wb") as sink,
+            pa.ipc.new_file(sink, schema) as writer,
+        ):
+            for batch in scan(store):
+                writer.write_batch(batch)
 
     def _scan_file(self, target: int) -> str:
         return os.path.join(self.path + ".scans", f"{target:020d}.arrow")
@@ -178,30 +288,121 @@ class PartitionCache:
         """The batches ``scan(store)`` yields at commit ``target``, kept as a columnar file.
 
         A full scan of the latest state is what Spark reads most; RocksDB iterates it far
-        slower than Arrow reads a memory-mapped IPC file. The first scan at a commit tees its
-        batches into ``<cache>.scans/<commit>.arrow``; later ones read that file. Catching up
-        to a newer commit deletes the files of older ones (under the exclusive lock, so no
-        reader has them open in a way that matters: a mapped file outlives its unlink).
+        slower than Arrow reads a memory-mapped IPC file. The first scan at a commit writes
+        ``<cache>.scans/<commit>.arrow`` and its CRC-32 (``.crc32``), both fsynced; later ones
+        check and read that file. Catching up to a newer commit deletes the files of older ones
+        (under the exclusive lock, so no reader has them open in a way that matters: a mapped
+        file outlives its unlink).
         """
         path = self._scan_file(target)
-        with self.open_at(target) as (store, shared):
-            if shared and os.path.exists(path):
-                with pa.memory_map(path) as source:
-                    reader = pa.ipc.open_file(source)
-                    for i in range(reader.num_record_batches):
-                        yield reader.get_batch(i)
-                return
-            if not shared:
-                yield from scan(store)
-                return
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-            try:
-                with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-                    for batch in scan(store):
-                        writer.write_batch(batch)
-                        yield batch
-                os.replace(tmp, path)  # concurrent first readers write the same bytes
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+        kept = _open_verified(path)
+        if kept is not None:
+            with kept:
+                yield from _read_batches(kept)
+            return
+        # Written beside the cache, not in ``.scans``, which a catch-up may clear meanwhile.
+        _makedirs(os.path.dirname(self.path))
+        tmp = os.path.join(os.path.dirname(self.path), f"scan-{uuid.uuid4().hex}.tmp")
+        try:
+            shared = self._repairing(lambda: self._scan_latest_to(tmp, target, scan, schema))
+            with pa.memory_map(tmp) as source:  # served from this mapping, renamed or not
+                if shared:  # else the cache moved on: this scan is private, not kept
+                    # Concurrent first readers write the same bytes; a catch-up clearing the
+                    # folder meanwhile only means this one is not kept.
+                    with contextlib.suppress(FileNotFoundError):
+                        _seal(tmp, path)
+                yield from _read_batches(source)
+        finally:
+            for leftover in (tmp, tmp + ".crc32"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
+
+    def _scan_latest_to(
+        self,
+        tmp: str,
+        target: int,
+        scan: Callable[[Any], Iterator[pa.RecordBatch]],
+        schema: pa.Schema,
+    ) -> bool:
+        with self.open_at(target) as (store, shared), pa.OSFile(tmp, "wb") as sink:
+            with pa.ipc.new_file(sink, schema) as writer:
+                for i, batch in enumerate(scan(store)):
+                    writer.write_batch(batch)
+                    if i == 0:
+                        faults.point("scan.writing")
+            return bool(shared)
+
+
+def _batches(path: str) -> Iterator[pa.RecordBatch]:
+    with pa.memory_map(path) as source:
+        yield from _read_batches(source)
+
+
+def _read_batches(source: pa.MemoryMappedFile) -> Iterator[pa.RecordBatch]:
+    reader = pa.ipc.open_file(source)
+    for i in range(reader.num_record_batches):
+        yield reader.get_batch(i)
+
+
+def _crc_of(path: str) -> int:
+    with pa.memory_map(path) as source:
+        return zlib.crc32(source.read_buffer())
+
+
+def _open_verified(path: str) -> pa.MemoryMappedFile | None:
+    """The scan file at ``path``, mapped, if it matches its checksum (checked on the very
+    mapping that is then served); a file that does not is deleted, so it is rebuilt."""
+    try:
+        with open(path + ".crc32") as f:
+            expected = int(f.read().strip(), 16)
+        source = pa.memory_map(path)
+    except (FileNotFoundError, ValueError):
+        source = None
+    if source is not None:
+        if zlib.crc32(source.read_buffer()) == expected:
+            source.seek(0)
+            return source
+        source.close()
+    for stale in (path, path + ".crc32"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(stale)
+    return None
+
+
+def _seal(tmp: str, path: str) -> None:
+    """Publish a scan file: fsynced data, then its checksum, renamed into place in that order
+    (a checksum never names a file that is not whole)."""
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    crc = _crc_of(tmp)
+    with open(tmp + ".crc32", "w") as f:
+        f.write(f"{crc:08x}")
+        f.flush()
+        os.fsync(f.fileno())
+    _makedirs(os.path.dirname(path))
+    os.replace(tmp, path)
+    os.replace(tmp + ".crc32", path + ".crc32")
+    _fsync_dir(os.path.dirname(path))
+
+
+def _makedirs(path: str) -> None:
+    """Create a directory and its parents, each new entry fsynced into its parent."""
+    missing = []
+    probe = path
+    while probe and not os.path.isdir(probe):
+        missing.append(probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    os.makedirs(path, exist_ok=True)
+    for created in reversed(missing):
+        _fsync_dir(os.path.dirname(created))
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

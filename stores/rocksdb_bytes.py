@@ -32,6 +32,15 @@ DEFAULT_CF = "default"
 RawOp = tuple[str, str, bytes, bytes | None]
 
 
+def is_rocksdb_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is RocksDB reporting a damaged or missing database file (rocksdict raises
+    a plain ``Exception`` carrying RocksDB's status text), as opposed to an error of ours."""
+    if type(exc) is not Exception:
+        return False
+    text = str(exc)
+    return any(word in text for word in ("Corruption", "IO error", "No such file"))
+
+
 def _options() -> Options:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
@@ -219,15 +228,13 @@ class RocksDBBytesStore:
             while it.valid():
                 yield it.key(), it.value()
                 it.next()
+        # An iterator that meets a damaged block just stops being valid: ask why, so that a
+        # corrupt database raises instead of looking shorter.
+        it.status()
 
     def items(self, cf: str = DEFAULT_CF) -> Iterator[tuple[bytes, bytes]]:
         """Iterate a whole column family in byte order, merging uncommitted writes."""
-        pending = self._pending.get(cf)
-        db = self._cf(cf)
-        if (pending is None or (not pending.writes and not pending.ranges)) and db is not None:
-            # The common full-scan path: rocksdict's own iterator is several times faster.
-            yield from db.items()
-            return
+        # Not rocksdict's items(): it ends silently at a damaged block (see _committed_range).
         yield from self.range(cf=cf)
 
     def scan_columns(
@@ -269,7 +276,10 @@ class RocksDBBytesStore:
                 add_key(key())
                 add_value(value())
                 step()
+            if not valid():
+                it.status()  # a damaged block ends the iteration: raise, never truncate
             yield keys, values
+        it.status()
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -453,4 +463,4 @@ def _merge(
         i += 1
 
 
-__all__ = ["DEFAULT_CF", "RawOp", "RocksDBBytesStore"]
+__all__ = ["DEFAULT_CF", "RawOp", "RocksDBBytesStore", "is_rocksdb_failure"]

@@ -48,6 +48,13 @@ DEFAULT_MAX_UNCOMMITTED_BYTES = 64 << 20
 S = TypeVar("S")
 
 
+def committed_offset_of(db: RocksDBBytesStore) -> int | None:
+    """The offset a transactional store committed last, read from any handle of its database
+    (a read-only one too); None if it never committed."""
+    raw = db.get(_OFFSET_KEY, OFFSETS_CF)
+    return None if raw is None else int.from_bytes(raw, "big")
+
+
 class Changelog(Protocol):
     """Where a transactional store logs its operations (Kafka's changelog topic)."""
 
@@ -290,8 +297,7 @@ class TransactionalStore(Generic[S]):
 
     def committed_offset(self) -> int | None:
         """The changelog offset of the last commit (None: never committed)."""
-        raw = self.db.get(_OFFSET_KEY, OFFSETS_CF)  # written only inside commit()
-        return None if raw is None else int.from_bytes(raw, "big")
+        return committed_offset_of(self.db)  # written only inside commit()
 
     def commit(self, changelog_offset: int | None = None) -> None:
         """Make every uncommitted write durable, atomically with ``changelog_offset``.
@@ -322,6 +328,11 @@ class TransactionalStore(Generic[S]):
         """Discard every uncommitted write (the typed store is reopened over the data)."""
         self.db.rollback()
         self._operation.clear()
+        self.reopen()
+
+    def reopen(self) -> None:
+        """Build the typed store anew over the data as this transaction sees it (after raw
+        writes such as clearing a family, which a store's cached bookkeeping did not see)."""
         self.store = self._open_store(self.db)
 
     def recover(self, changelog_offset: int | None = None) -> int:
@@ -416,4 +427,5 @@ __all__ = [
     "FileChangelog",
     "MemoryChangelog",
     "TransactionalStore",
+    "committed_offset_of",
 ]

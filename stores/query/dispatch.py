@@ -35,6 +35,7 @@ from stores.query.queries import (
 )
 from stores.query.results import FailureReason, QueryResult, ResultOrder, _class_name, _Placeholder
 from stores.records import KeyValue, ReadOnlyRecord, ValueAndTimestamp
+from stores.rocksdb_bytes import is_rocksdb_failure
 from stores.session import SessionStore, SessionStoreWithHeaders
 from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from stores.versioned import VersionedKeyValueStore
@@ -189,6 +190,8 @@ def _answer(
             except InvalidOptionError:
                 raise
             except Exception as exc:  # Kafka turns every store exception into the result
+                if is_rocksdb_failure(exc):
+                    raise  # a damaged database, not a failed query: its owner repairs it
                 # Kafka's parseStoreException: "<class> failed to handle query <q>:" + the trace.
                 answer = QueryResult.for_failure(
                     FailureReason.STORE_EXCEPTION,

@@ -1,0 +1,154 @@
+"""Partition caches: transactional catch-up, and damaged local files rebuilt, never served."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from catalog import Catalog, StoreTable, faults
+from catalog.local_cache import PartitionCache
+from stores import KeyQuery
+from stores.rocksdb_bytes import RocksDBBytesStore
+from stores.transactional import OFFSETS_CF, committed_offset_of
+
+ROWS = 3000
+
+
+@pytest.fixture
+def table(catalog: Catalog) -> StoreTable:
+    table = catalog.create_store("kv", "keyvalue", "string", "string")
+    for part in range(3):
+        keys = [f"key-{i:05d}" for i in range(part * ROWS // 3, (part + 1) * ROWS // 3)]
+        table.commit(table.stage(pa.array(keys), pa.array([k * 8 for k in keys]), None))
+    return table
+
+
+def _cache(catalog: Catalog, table: StoreTable) -> PartitionCache:
+    assert catalog.cache_dir is not None
+    return PartitionCache(catalog.storage, table.spec, "kv", 0, catalog.cache_dir)
+
+
+def _expected() -> list[tuple[str, str]]:
+    return [(f"key-{i:05d}", f"key-{i:05d}" * 8) for i in range(ROWS)]
+
+
+def _rows(table: StoreTable) -> list[tuple[str, str]]:
+    return sorted((r["key"], r["value"]) for r in table.to_arrow().to_pylist())
+
+
+def _built(catalog: Catalog, table: StoreTable) -> PartitionCache:
+    """A cache at the latest commit with its data in SST files, and no scan file."""
+    assert _rows(table) == _expected()
+    cache = _cache(catalog, table)
+    db = RocksDBBytesStore(cache.path, ("default", OFFSETS_CF))
+    db.flush()
+    db.close()
+    for name in os.listdir(cache.path + ".scans"):
+        os.unlink(os.path.join(cache.path + ".scans", name))
+    return cache
+
+
+def _assert_healthy(cache: PartitionCache) -> None:
+    db = RocksDBBytesStore(cache.path, ("default", OFFSETS_CF), read_only=True)
+    try:
+        assert sum(1 for _ in db.items()) == ROWS  # raises on a damaged block
+    finally:
+        db.close()
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_the_applied_commit_is_the_cache_s_committed_offset(catalog: Catalog, table: StoreTable) -> None:
+    cache = _cache(catalog, table)
+    assert cache.catch_up(3) == 3
+    db = RocksDBBytesStore(cache.path, ("default", OFFSETS_CF), read_only=True)
+    try:
+        assert committed_offset_of(db) == 3
+        assert sum(1 for _ in db.items()) == 2 * ROWS // 3
+    finally:
+        db.close()
+
+
+def test_a_crash_after_a_commit_is_applied_keeps_that_commit(
+    catalog: Catalog, table: StoreTable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rules = tmp_path / "faults"
+    rules.write_text("cache.applied error\n")
+    monkeypatch.setenv(faults.ENV, str(rules))
+    cache = _cache(catalog, table)
+    with pytest.raises(OSError, match="fault injected at cache.applied"):
+        cache.catch_up(4)
+    db = RocksDBBytesStore(cache.path, ("default", OFFSETS_CF), read_only=True)
+    try:
+        assert committed_offset_of(db) == 2  # commit 1 (create) and 2 applied as one step
+    finally:
+        db.close()
+    assert _rows(table) == _expected()
+
+
+def test_a_flipped_byte_in_an_sst_file_is_rebuilt(catalog: Catalog, table: StoreTable) -> None:
+    cache = _built(catalog, table)
+    sst = max((p for p in Path(cache.path).iterdir() if p.suffix == ".sst"), key=_size)
+    _flip(sst)
+    assert _rows(table) == _expected()
+    _assert_healthy(cache)  # the damaged cache was discarded and rebuilt
+
+
+def test_a_truncated_manifest_is_rebuilt(catalog: Catalog, table: StoreTable) -> None:
+    cache = _built(catalog, table)
+    (manifest,) = [p for p in Path(cache.path).iterdir() if p.name.startswith("MANIFEST-")]
+    manifest.write_bytes(manifest.read_bytes()[: manifest.stat().st_size // 2])
+    assert _rows(table) == _expected()
+    _assert_healthy(cache)
+
+
+def test_a_lost_current_file_is_rebuilt(catalog: Catalog, table: StoreTable) -> None:
+    cache = _built(catalog, table)
+    (Path(cache.path) / "CURRENT").unlink()
+    assert _rows(table) == _expected()
+    _assert_healthy(cache)
+
+
+def test_a_point_query_on_a_damaged_cache_is_answered_from_a_rebuild(
+    catalog: Catalog, table: StoreTable
+) -> None:
+    from catalog import StateQueryRequest
+
+    cache = _built(catalog, table)
+    sst = max((p for p in Path(cache.path).iterdir() if p.suffix == ".sst"), key=_size)
+    _flip(sst)
+    result = catalog.query(StateQueryRequest.in_store("kv").with_query(KeyQuery.with_key("key-00042")))
+    assert result.get_only_partition_result().get_result() == "key-00042" * 8
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "no checksum", "bad checksum"])
+def test_a_damaged_scan_file_is_rebuilt_not_served(
+    catalog: Catalog, table: StoreTable, damage: str
+) -> None:
+    assert _rows(table) == _expected()
+    cache = _cache(catalog, table)
+    scan = Path(cache.path + ".scans") / f"{table.log.latest_id():020d}.arrow"
+    crc = Path(str(scan) + ".crc32")
+    assert scan.exists() and crc.exists()
+    good = scan.read_bytes()
+    if damage == "flipped":
+        _flip(scan)
+    elif damage == "truncated":
+        scan.write_bytes(good[: len(good) // 2])
+    elif damage == "no checksum":
+        crc.unlink()
+    else:
+        crc.write_text("zz")
+    assert _rows(table) == _expected()
+    assert scan.read_bytes() == good and crc.exists()  # rebuilt, checksummed again
