@@ -2,11 +2,13 @@
 
 Each step of a write, a read and a cleanup calls ``point("<step>")``. Unless the environment
 variable ``STATE_STORE_FAULTS`` names a rule file, that is one dictionary lookup and nothing
-else. The crash tests write a rule file (``<step> kill|interrupt|error`` per line) and run
-writers, readers and Spark workers as separate processes: the first process to reach a named
-step claims the file (an atomic rename, so exactly one process fires) and then kills itself with
-SIGKILL, raises KeyboardInterrupt, or raises OSError. A SIGKILL at a step is what a kill from
-outside at that instant would do, without a race to aim it.
+else. The crash tests write a rule file (``<step> kill|killgroup|interrupt|error`` per line)
+and run writers, readers and Spark workers as separate processes: the first process to reach a
+named step claims the file (an atomic rename, so exactly one process fires) and then kills
+itself with SIGKILL, kills every process of its session with SIGKILL (``killgroup``: a whole
+Spark application started in its own session, driver, JVM and workers at once; Linux), raises
+KeyboardInterrupt, or raises OSError. A SIGKILL at a step is what a kill from outside at that instant would do,
+without a race to aim it.
 
 Steps: ``stage.file_written``, ``stage.done``, ``commit.before_record``,
 ``commit.record_writing`` (local disks: the record's temporary file written, not yet linked),
@@ -20,6 +22,22 @@ import os
 import signal
 
 ENV = "STATE_STORE_FAULTS"
+
+
+def _kill_session() -> None:
+    """SIGKILL every process of this process's session, this one last (PySpark's workers run
+    in process groups of their own, so a group kill would miss the driver)."""
+    session = os.getsid(0)
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            if os.getsid(int(entry)) == session:
+                os.kill(int(entry), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+    os.kill(me, signal.SIGKILL)
 
 
 def point(step: str) -> None:
@@ -41,6 +59,8 @@ def point(step: str) -> None:
         return
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "killgroup":
+        _kill_session()
     elif action == "interrupt":
         raise KeyboardInterrupt(f"fault injected at {step}")
     else:

@@ -16,9 +16,11 @@ while its query ran), or one that finds the cache behind while others read it, r
 private, temporary materialization instead: every query sees one snapshot, and no reader waits
 for another.
 
-Nothing local is trusted blindly. RocksDB checks its blocks and manifest; when it reports
-corruption (a flipped byte in an SST file, a truncated MANIFEST, a lost CURRENT), the cache is
-discarded and rebuilt from the log, once, before anything is served. Scans are written whole to
+Nothing local is trusted blindly. RocksDB checks its blocks and table files, and the cache is
+sealed (``stores.rocksdb_bytes``: the MANIFEST of its last clean close, which RocksDB itself
+would read, truncated, as an older state); when damage shows (a flipped byte in an SST file, a
+truncated MANIFEST, a lost CURRENT), the cache is discarded and rebuilt from the log, once,
+before anything is served. Scans are written whole to
 an Arrow file before their first batch is served, so a corruption found mid-scan is rebuilt too.
 The latest full scan of a commit is kept as ``<cache>.scans/<commit>.arrow`` with a CRC-32
 sidecar, fsynced; a scan file that fails its check is deleted and rebuilt, never served.
@@ -147,6 +149,7 @@ class PartitionCache:
             self._families,
             lambda db: self.kind.open(db, self.spec.params),
             max_uncommitted_bytes=_UNBOUNDED,
+            sealed=True,
         )
 
     def _catch_up(self, path: str, target: int) -> int:
@@ -196,7 +199,9 @@ class PartitionCache:
         """Yield the cache's store under a shared lock if it is at ``target``, else None."""
         with self._lock(exclusive=False):
             try:
-                db = RocksDBBytesStore(self.path, (*self._families, OFFSETS_CF), read_only=True)
+                db = RocksDBBytesStore(
+                    self.path, (*self._families, OFFSETS_CF), read_only=True, sealed=True
+                )
             except StoreNotFoundError:
                 yield None
                 return

@@ -11,6 +11,15 @@ store built on top ends in ``commit()``, so a standalone store behaves like a pl
 whose compound operations are each atomic; with ``autocommit=False`` the owner decides when a
 group of writes becomes durable (the catalog commits one changelog file and its bookkeeping in a
 single batch).
+
+Damage. RocksDB checks block checksums on reads and table files on open; rocksdict reports what
+it finds as a plain ``Exception`` (see ``is_rocksdb_failure``). For a ``sealed`` database, two kinds of
+damage RocksDB cannot tell from a crash are checked here: a directory of RocksDB files without
+``CURRENT`` (RocksDB would refuse, or start a new, empty database over it), and a ``MANIFEST`` that is not the one of the last clean close: RocksDB reads a truncated ``MANIFEST``
+as the torn tail of a crash and silently opens the older state it describes, which can pair a
+newer committed offset with older data. A read-write handle of a sealed database removes the seal
+(``STATE_STORE_SEAL``: the name and size of the ``MANIFEST``) when it opens and writes it again
+when it closes; a crash in between leaves it unsealed, and RocksDB's own recovery applies.
 """
 
 from __future__ import annotations
@@ -32,13 +41,78 @@ DEFAULT_CF = "default"
 RawOp = tuple[str, str, bytes, bytes | None]
 
 
+SEAL = "STATE_STORE_SEAL"
+
+
+class RocksDBDamageError(CorruptDataError):
+    """A database's files are visibly damaged before RocksDB opens them (see module doc)."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        self.path = path
+        super().__init__(f"the RocksDB database at {path} is damaged: {detail}")
+
+
 def is_rocksdb_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is RocksDB reporting a damaged or missing database file (rocksdict raises
     a plain ``Exception`` carrying RocksDB's status text), as opposed to an error of ours."""
+    if isinstance(exc, RocksDBDamageError):
+        return True
     if type(exc) is not Exception:
         return False
     text = str(exc)
-    return any(word in text for word in ("Corruption", "IO error", "No such file"))
+    # Not every "IO error": a full disk is no reason to rebuild. A missing table file is.
+    return "Corruption" in text or "No such file or directory" in text
+
+
+def _manifest_state(path: str) -> str | None:
+    """The name of the MANIFEST that CURRENT names, and its size: what a seal records."""
+    try:
+        with open(os.path.join(path, "CURRENT")) as f:
+            manifest = f.read().strip()
+        return f"{manifest} {os.path.getsize(os.path.join(path, manifest))}"
+    except FileNotFoundError:
+        return None
+
+
+def _check_files(path: str, sealed: bool) -> None:
+    """Refuse a database directory that is visibly damaged (see module doc).
+
+    Raises:
+        RocksDBDamageError: RocksDB files without CURRENT, or a broken seal.
+    """
+    if not sealed:
+        return
+    if not os.path.exists(os.path.join(path, "CURRENT")):
+        try:
+            names = os.listdir(path)
+        except FileNotFoundError:
+            return
+        found = sorted(n for n in names if n.startswith("MANIFEST-") or n.endswith((".sst", ".log")))
+        if found:
+            raise RocksDBDamageError(path, f"CURRENT is missing beside {', '.join(found[:3])}")
+        return
+    try:
+        with open(os.path.join(path, SEAL)) as f:
+            seal = f.read().strip()
+    except FileNotFoundError:
+        return  # not closed cleanly since its last read-write open: RocksDB recovers it
+    state = _manifest_state(path)
+    if state != seal:
+        raise RocksDBDamageError(
+            path, f"its MANIFEST is {state or 'missing'}, but was {seal} when last closed"
+        )
+
+
+def _write_seal(path: str) -> None:
+    state = _manifest_state(path)
+    if state is None:
+        return
+    tmp = os.path.join(path, SEAL + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(state + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(path, SEAL))
 
 
 def _options() -> Options:
@@ -83,6 +157,12 @@ class RocksDBBytesStore:
         column_families: names of the column families to open (``default`` always exists).
         read_only: open without RocksDB's lock, so many processes may read at once.
         autocommit: whether callers above commit after every operation (see module doc).
+        sealed: check the database's seal on opening, and seal it on closing a read-write
+            handle (see module doc).
+
+    Raises:
+        StoreNotFoundError: ``read_only`` and no database at ``path``.
+        RocksDBDamageError: the directory is visibly damaged (see module doc).
     """
 
     def __init__(
@@ -92,12 +172,18 @@ class RocksDBBytesStore:
         *,
         read_only: bool = False,
         autocommit: bool = True,
+        sealed: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.read_only = read_only
         self.autocommit = autocommit
+        self.sealed = sealed
         names = list(dict.fromkeys([DEFAULT_CF, *column_families]))
         options = _options()
+        _check_files(self.path, sealed)
+        if sealed and not read_only:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.path, SEAL))  # this handle writes a new MANIFEST
         if read_only:
             if not os.path.exists(os.path.join(self.path, "CURRENT")):
                 raise StoreNotFoundError(f"no RocksDB database at {self.path}")
@@ -423,6 +509,8 @@ class RocksDBBytesStore:
         self._cfs = {}
         self._handles = {}
         self._db.close()
+        if self.sealed and not self.read_only:
+            _write_seal(self.path)
 
     @property
     def closed(self) -> bool:
@@ -463,4 +551,11 @@ def _merge(
         i += 1
 
 
-__all__ = ["DEFAULT_CF", "RawOp", "RocksDBBytesStore", "is_rocksdb_failure"]
+__all__ = [
+    "DEFAULT_CF",
+    "SEAL",
+    "RawOp",
+    "RocksDBBytesStore",
+    "RocksDBDamageError",
+    "is_rocksdb_failure",
+]

@@ -245,6 +245,8 @@ class TransactionalStore(Generic[S]):
         max_uncommitted_bytes: the bound of a transaction (see module doc).
         request_commit: called when the bound is crossed and there is no changelog; it must
             call ``commit(offset)``.
+        sealed: seal the database (``stores.rocksdb_bytes``): a damaged MANIFEST is reported
+            instead of read as an older state.
 
     Raises:
         InvalidOptionError: a bound below 1.
@@ -259,12 +261,15 @@ class TransactionalStore(Generic[S]):
         changelog: Changelog | None = None,
         max_uncommitted_bytes: int = DEFAULT_MAX_UNCOMMITTED_BYTES,
         request_commit: Callable[[], None] | None = None,
+        sealed: bool = False,
     ) -> None:
         if max_uncommitted_bytes < 1:
             raise InvalidOptionError(
                 f"max_uncommitted_bytes is {max_uncommitted_bytes}; accepted: at least 1"
             )
-        self.db = RocksDBBytesStore(path, (*column_families, OFFSETS_CF), autocommit=False)
+        self.db = RocksDBBytesStore(
+            path, (*column_families, OFFSETS_CF), autocommit=False, sealed=sealed
+        )
         self.changelog = changelog
         self.max_uncommitted_bytes = max_uncommitted_bytes
         self.request_commit = request_commit

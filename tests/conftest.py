@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+FAULTS_ENV = "STATE_STORE_FAULTS"  # catalog.faults.ENV, without importing the project here
+#: The fault rule file of every Spark worker of this test run.
+SPARK_FAULTS = Path(tempfile.gettempdir()) / f"state_store_spark_faults_{os.getpid()}"
 
 
 def spark_environment() -> None:
@@ -20,6 +24,9 @@ def spark_environment() -> None:
     """
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # Spark's Python workers inherit this: the crash tests arm faults in them through this
+    # file (absent, faults.point is a dictionary lookup and nothing else).
+    os.environ.setdefault(FAULTS_ENV, str(SPARK_FAULTS))
     paths = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
 
@@ -43,6 +50,17 @@ def catalog(warehouse: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     from catalog import Catalog
 
     return Catalog(warehouse, cache_dir=str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def spark_faults() -> Iterator[Path]:
+    """The rule file the shared session's workers read (see ``catalog.faults``); cleared."""
+    path = Path(os.environ.get(FAULTS_ENV, str(SPARK_FAULTS)))
+    for leftover in (path, Path(f"{path}.fired")):
+        leftover.unlink(missing_ok=True)
+    yield path
+    for leftover in (path, Path(f"{path}.fired")):
+        leftover.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")
