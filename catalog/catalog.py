@@ -27,7 +27,7 @@ from catalog.changelog import CHANGELOG_DIR, write_changelog
 from catalog.commit_log import COMMITS_DIR, ChangelogFile, CommitLog, CommitRecord, Txn, record_name
 from catalog.compaction import COMPACT_AFTER_FILES
 from catalog.kinds import HEADERS, Layout, Scan, kind_of
-from catalog.local_cache import PartitionCache, default_cache_root
+from catalog.local_cache import Columnar, PartitionCache, default_cache_root
 from catalog.partitioner import partitions_of
 from catalog.paths import check_store_name, check_write_id
 from catalog.spec import StoreSpec
@@ -605,16 +605,50 @@ class StoreTable:
             self.catalog.cache_dir or default_cache_root(),
         )
         if scan.is_full:
-            yield from cache.read_latest(snapshot, self._typed_scan(scan), self.arrow_schema())
+            yield from cache.read_latest(
+                snapshot, self._typed_scan(scan), self.arrow_schema(), self._columnar()
+            )
         else:
             yield from cache.read(snapshot, self._typed_scan(scan), self.arrow_schema())
 
+    def _columnar(self) -> Columnar | None:
+        """The kind's column-only latest state, as typed batches (see ``read_latest``)."""
+        latest_columns = self.kind.latest_columns
+        if latest_columns is None:
+            return None
+        typed = self._typed()
+        raw_schema = self.layout.raw_schema()
+        params = self.spec.params
+
+        def compute(
+            runs: dict[str, tuple[pa.Array, pa.Array]], commits: list[pa.Table]
+        ) -> Iterator[pa.RecordBatch] | None:
+            latest = latest_columns(runs, commits, params)
+            if latest is None:
+                return None
+            return (
+                typed(batch.cast(raw_schema))
+                for batch in latest.select(raw_schema.names).to_batches(max_chunksize=1 << 16)
+            )
+
+        return compute
+
     def _typed_scan(self, scan: Scan) -> Callable[[Any], Iterator[pa.RecordBatch]]:
         """A function scanning an open store into typed batches of ``arrow_schema()``."""
+        typed = self._typed()
+        params = self.spec.params
+
+        def run(store: Any) -> Iterator[pa.RecordBatch]:
+            for raw in self.kind.scan(store, scan, params):
+                yield typed(raw)
+
+        return run
+
+    def _typed(self) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+        """Raw batches (``Layout.raw_schema``) to typed ones of ``arrow_schema()``."""
         key_serde = serde_for(self.spec.key_type, column="key")
         value_serde = serde_for(self.spec.value_type, column="value")
         schema = self.arrow_schema()
-        params = self.spec.params
 
         def typed(raw: pa.RecordBatch) -> pa.RecordBatch:
             columns = []
@@ -630,11 +664,7 @@ class StoreTable:
                     columns.append(pc.multiply_checked(column, 1000).cast(TIMESTAMP))
             return pa.RecordBatch.from_arrays(columns, schema=schema)
 
-        def run(store: Any) -> Iterator[pa.RecordBatch]:
-            for raw in self.kind.scan(store, scan, params):
-                yield typed(raw)
-
-        return run
+        return typed
 
     def to_arrow(self, as_of: int | None = None, scan: Scan | None = None) -> pa.Table:
         """The whole store at its latest commit (``as_of`` an instant, for versioned stores;

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -124,6 +125,33 @@ class StoreKind:
     scan: Callable[[Any, Scan, dict[str, Any]], Iterator[pa.RecordBatch]]
     supports_as_of: bool = False
     supports_time_range: bool = False
+    #: The latest state computed from columns alone, without RocksDB (see ``LatestColumns``);
+    #: None where a kind has no such path.
+    latest_columns: LatestColumns | None = None
+
+
+#: ``(snapshot runs by column family, each commit's changelog rows in apply order, params)`` to
+#: the raw latest state (``Layout.raw_schema``) sorted by key, or None when the data needs the
+#: store itself (for example rows of a legacy format in the snapshot).
+LatestColumns = Callable[
+    [dict[str, tuple[pa.Array, pa.Array]], list[pa.Table], dict[str, Any]], "pa.Table | None"
+]
+
+
+def last_per_key(table: pa.Table) -> pa.Table:
+    """The last row of each key (rows in write order), tombstones dropped, sorted by key bytes:
+    a key-value store's state, computed with one sort instead of a RocksDB round trip."""
+    n = table.num_rows
+    if n == 0:
+        return table
+    numbered = table.append_column("__seq", pa.array(np.arange(n, dtype=np.int64)))
+    order = pc.sort_indices(numbered, sort_keys=[("key", "ascending"), ("__seq", "descending")])
+    keys = pc.take(table.column("key"), order).combine_chunks()
+    first = np.ones(n, dtype=bool)
+    if n > 1:
+        first[1:] = pc.not_equal(keys.slice(1), keys.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    latest = table.take(pc.filter(order, pa.array(first)))
+    return latest.filter(pc.is_valid(latest.column("value")))
 
 
 def _batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -227,6 +255,21 @@ def _kv_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.Reco
         )
 
 
+def _kv_latest_columns(
+    runs: dict[str, tuple[pa.Array, pa.Array]], commits: list[pa.Table], params: dict[str, Any]
+) -> pa.Table | None:
+    wide = pa.schema([pa.field("key", pa.large_binary()), pa.field("value", pa.large_binary())])
+    parts = []
+    if "default" in runs:
+        keys, values = runs["default"]
+        parts.append(pa.table([keys, values], names=["key", "value"]).cast(wide))
+    # A commit's rows apply in order, later commits after earlier ones: the last write wins.
+    parts += [t.select(["key", "value"]).cast(wide) for t in commits]
+    if not parts:
+        return None
+    return last_per_key(pa.concat_tables(parts))
+
+
 KEYVALUE = StoreKind(
     name="keyvalue",
     make_params=_kv_params,
@@ -235,6 +278,7 @@ KEYVALUE = StoreKind(
     open=lambda db, params: KeyValueStore.over(db),
     apply=_kv_apply,
     scan=_kv_scan,
+    latest_columns=_kv_latest_columns,
 )
 
 

@@ -48,7 +48,7 @@ import pyarrow as pa
 from catalog import faults
 from catalog.changelog import read_changelog
 from catalog.commit_log import CommitLog
-from catalog.compaction import load_snapshot
+from catalog.compaction import load_snapshot, snapshot_runs
 from catalog.kinds import kind_of
 from catalog.spec import StoreSpec
 from catalog.storage import Storage
@@ -58,6 +58,11 @@ from stores.transactional import OFFSETS_CF, TransactionalStore, committed_offse
 
 #: Bumped when the cache layout changes: older caches are simply not found (and rebuilt).
 CACHE_FORMAT = 2
+#: Computes a partition's latest state from columns: (snapshot runs by column family, the
+#: changelog rows of each commit after it) to typed batches, or None to decline.
+Columnar = Callable[
+    [dict[str, tuple[pa.Array, pa.Array]], list[pa.Table]], "Iterator[pa.RecordBatch] | None"
+]
 #: A cache applies one commit per transaction, however large: the unit of the log.
 _UNBOUNDED = sys.maxsize
 
@@ -288,7 +293,11 @@ class PartitionCache:
         return os.path.join(self.path + ".scans", f"{target:020d}.arrow")
 
     def read_latest(
-        self, target: int, scan: Callable[[Any], Iterator[pa.RecordBatch]], schema: pa.Schema
+        self,
+        target: int,
+        scan: Callable[[Any], Iterator[pa.RecordBatch]],
+        schema: pa.Schema,
+        columnar: Columnar | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """The batches ``scan(store)`` yields at commit ``target``, kept as a columnar file.
 
@@ -298,6 +307,11 @@ class PartitionCache:
         check and read that file. Catching up to a newer commit deletes the files of older ones
         (under the exclusive lock, so no reader has them open in a way that matters: a mapped
         file outlives its unlink).
+
+        With ``columnar``, the state is first computed from the newest snapshot and the
+        changelog files after it, with Arrow alone (``columnar(runs, commits)``; see
+        ``StoreKind.latest_columns``): no RocksDB is built for a scan. RocksDB is built only
+        when ``columnar`` declines, or for lookups (``open_at``).
         """
         path = self._scan_file(target)
         kept = _open_verified(path)
@@ -309,18 +323,48 @@ class PartitionCache:
         _makedirs(os.path.dirname(self.path))
         tmp = os.path.join(os.path.dirname(self.path), f"scan-{uuid.uuid4().hex}.tmp")
         try:
-            shared = self._repairing(lambda: self._scan_latest_to(tmp, target, scan, schema))
+            shared = columnar is not None and self._columnar_to(tmp, target, columnar, schema)
+            if not shared:
+                shared = self._repairing(lambda: self._scan_latest_to(tmp, target, scan, schema))
             with pa.memory_map(tmp) as source:  # served from this mapping, renamed or not
                 if shared:  # else the cache moved on: this scan is private, not kept
                     # Concurrent first readers write the same bytes; a catch-up clearing the
                     # folder meanwhile only means this one is not kept.
                     with contextlib.suppress(FileNotFoundError):
                         _seal(tmp, path)
+                        _drop_older_scans(path)
                 yield from _read_batches(source)
         finally:
             for leftover in (tmp, tmp + ".crc32"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(leftover)
+
+    def _columnar_to(self, tmp: str, target: int, columnar: Columnar, schema: pa.Schema) -> bool:
+        """Write the state at ``target`` computed by ``columnar``; False if it declines."""
+        plan = self.log.restore_plan(0, target, self.partition)
+        runs: dict[str, tuple[pa.Array, pa.Array]] = {}
+        if plan.snapshot is not None:
+            for ref in plan.snapshot.files_for(self.partition):
+                for family, keys, values in snapshot_runs(self.storage, self.store_dir, ref):
+                    runs[family] = (keys, values)
+        commits = []
+        for record in plan.records:
+            files = record.files_for(self.partition)
+            if files:
+                commits.append(
+                    pa.concat_tables(
+                        read_changelog(self.storage, self.store_dir, ref) for ref in files
+                    )
+                )
+        batches = columnar(runs, commits)
+        if batches is None:
+            return False
+        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+            for i, batch in enumerate(batches):
+                writer.write_batch(batch)
+                if i == 0:
+                    faults.point("scan.writing")
+        return True
 
     def _scan_latest_to(
         self,
@@ -388,6 +432,16 @@ def _seal(tmp: str, path: str) -> None:
     os.replace(tmp, path)
     os.replace(tmp + ".crc32", path + ".crc32")
     _fsync_dir(os.path.dirname(path))
+
+
+def _drop_older_scans(path: str) -> None:
+    """Delete the scan files of commits older than the one at ``path`` (a reader that has one
+    mapped keeps reading it; a reader pinned to an older commit rebuilds its own)."""
+    folder, name = os.path.split(path)
+    for entry in os.listdir(folder):
+        if entry.split(".")[0] < name.split(".")[0]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, entry))
 
 
 def _makedirs(path: str) -> None:
