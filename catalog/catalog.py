@@ -239,6 +239,20 @@ class Catalog:
             }
         )  # fmt: skip
 
+    def changes(self, name: str, start: int, end: int | None = None) -> pa.Table:
+        """What commits ``start..end`` (default: to the latest) changed, row by row, as
+        Delta's change data feed (see ``catalog.change_feed``).
+
+        Raises:
+            StoreNotFoundError: the store does not exist.
+            InvalidOptionError: the range is outside the commits that exist.
+        """
+        from catalog.change_feed import changes_as_table, version_range
+
+        table = self.load(name)
+        first, last = version_range(table, start, end, None, None)
+        return changes_as_table(table, first, last)
+
     def compact(
         self,
         name: str,

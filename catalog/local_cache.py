@@ -148,6 +148,16 @@ class PartitionCache:
             applied: int = self._repairing(lambda: self._catch_up(self.path, target))
             return applied
 
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The column families of this partition's store."""
+        return self._families
+
+    def materialize(self, path: str, target: int) -> int:
+        """Bring a private database at ``path`` (new or made here before) to commit ``target``,
+        as ``catch_up`` does the shared one; return the commit it is at."""
+        return self._catch_up(path, target)
+
     def _open_transactional(self, path: str) -> TransactionalStore[Any]:
         return TransactionalStore(
             path,
@@ -158,6 +168,8 @@ class PartitionCache:
         )
 
     def _catch_up(self, path: str, target: int) -> int:
+        if target < 1:
+            return 0
         if not os.path.isdir(path):
             _makedirs(path)
         tx = self._open_transactional(path)

@@ -1,4 +1,5 @@
-"""``option("readHistory", "true")``: a store's commits as a table (see ``Catalog.history``)."""
+"""A store's past as tables: ``readHistory`` (its commits, see ``Catalog.history``) and
+``readChangeFeed`` (what each commit changed, see ``catalog.change_feed``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from catalog.catalog import Catalog
+from catalog.catalog import Catalog, StoreTable
+from catalog.change_feed import partition_changes, version_range
+from catalog.spec import StoreSpec
+from datasource.options import StoreOptions
+from stores.errors import InvalidOptionError
 
 HISTORY_SCHEMA = StructType(
     [
@@ -39,3 +44,48 @@ class HistoryReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from Catalog(self.root).history(self.store).to_batches()
+
+
+class ChangeFeedReader(DataSourceReader):
+    """The changes of commits ``start..end``, one Spark partition per store partition."""
+
+    def __init__(self, root: str, spec: StoreSpec, start: int, end: int) -> None:
+        self.root = root
+        self.spec = spec
+        self.start = start
+        self.end = end
+
+    @classmethod
+    def plan(cls, options: StoreOptions) -> ChangeFeedReader:
+        """Pin the commit range (see ``catalog.change_feed.version_range``).
+
+        Raises:
+            InvalidOptionError: a bad range, or a read option that does not apply.
+        """
+        for name, value in (
+            ("asOfTimestamp", options.as_of_ms),
+            ("versionAsOf", options.version_as_of),
+            ("timestampAsOf", options.timestamp_as_of_ms),
+        ):
+            if value is not None:
+                raise InvalidOptionError(
+                    f"option {name!r} does not apply to a change feed, which reads commits "
+                    "'startingVersion' to 'endingVersion'"
+                )
+        catalog = Catalog(options.root)
+        table = catalog.load(options.store)
+        start, end = version_range(
+            table,
+            options.starting_version,
+            options.ending_version,
+            options.starting_timestamp_ms,
+            options.ending_timestamp_ms,
+        )
+        return cls(catalog.root, table.spec, start, end)
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(p) for p in range(self.spec.num_partitions)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        table = StoreTable(Catalog(self.root), self.spec)
+        yield from partition_changes(table, partition.value, self.start, self.end)

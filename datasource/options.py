@@ -40,6 +40,11 @@ OPTIONS = (
     "singleWriter",
     "checkpointLocation",
     "readHistory",
+    "readChangeFeed",
+    "startingVersion",
+    "endingVersion",
+    "startingTimestamp",
+    "endingTimestamp",
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
 #: Options that shape a store when a write creates it.
@@ -85,6 +90,11 @@ class StoreOptions:
     as_of_ms: int | None = None
     version_as_of: int | None = None
     read_history: bool = False
+    read_change_feed: bool = False
+    starting_version: int | None = None
+    ending_version: int | None = None
+    starting_timestamp_ms: int | None = None
+    ending_timestamp_ms: int | None = None
     timestamp_as_of_ms: int | None = None
     window_start_from_ms: int | None = None
     window_start_to_ms: int | None = None
@@ -139,6 +149,11 @@ class StoreOptions:
             as_of_ms=_instant(given, "asOfTimestamp"),
             version_as_of=_version(given),
             read_history=bool(_boolean(given, "readHistory")),
+            read_change_feed=bool(_boolean(given, "readChangeFeed")),
+            starting_version=_whole(given, "startingVersion"),
+            ending_version=_whole(given, "endingVersion"),
+            starting_timestamp_ms=_instant(given, "startingTimestamp"),
+            ending_timestamp_ms=_instant(given, "endingTimestamp"),
             timestamp_as_of_ms=_instant(given, "timestampAsOf"),
             window_start_from_ms=_instant(given, "windowStartFrom"),
             window_start_to_ms=_instant(given, "windowStartTo"),

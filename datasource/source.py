@@ -53,7 +53,7 @@ class DefaultSource(DataSource):
 
             return HISTORY_SCHEMA
         table = Catalog(options.root).load(options.store)
-        return spark_schema(table)
+        return spark_schema(table, changes=options.read_change_feed)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from datasource.pushdown import pushdown_wanted
@@ -64,6 +64,10 @@ class DefaultSource(DataSource):
             from datasource.history import HistoryReader
 
             return HistoryReader(options.root, options.store)
+        if options.read_change_feed:
+            from datasource.history import ChangeFeedReader
+
+            return ChangeFeedReader.plan(options)
         if pushdown_wanted():
             return PushdownStateStoreReader.plan(options)
         return StateStoreReader.plan(options)

@@ -12,10 +12,13 @@ if TYPE_CHECKING:
     from catalog.catalog import StoreTable
 
 
-def spark_schema(table: StoreTable) -> StructType:
-    """The Spark schema of what reading ``table`` returns."""
+def spark_schema(table: StoreTable, *, changes: bool = False) -> StructType:
+    """The Spark schema of what reading ``table`` returns (``changes``: its change feed)."""
+    from catalog.change_feed import change_schema
+
+    arrow = change_schema(table) if changes else table.arrow_schema()
     fields = [
         {"name": f.name, "type": from_arrow(f.type), "nullable": True, "metadata": {}}
-        for f in table.arrow_schema()
+        for f in arrow
     ]
     return StructType.fromJson({"type": "struct", "fields": fields})

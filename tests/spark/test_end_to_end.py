@@ -244,3 +244,20 @@ def test_the_commit_history_reads_as_a_table(spark: Any, warehouse: str) -> None
 
     first = Catalog(warehouse).load("hist").log.read(1).timestamp_ms
     assert int(aware(history[1]["timestamp"]).timestamp() * 1000) == first
+
+
+def test_the_change_feed_reads_through_spark(spark: Any, warehouse: str) -> None:
+    schema = "key string, value bigint"
+    write(spark.createDataFrame([("a", 1), ("b", 2)], schema), warehouse, "cdf", numPartitions="2")
+    write(spark.createDataFrame([("a", 3)], schema), warehouse, "cdf")
+    feed = read(spark, warehouse, "cdf", readChangeFeed="true", startingVersion="2")
+    got = sorted((r["_commit_version"], r["_change_type"], r["key"], r["value"]) for r in feed.collect())
+    assert got == [(2, "update_postimage", "a", 3), (2, "update_preimage", "a", 1)]
+    everything = read(spark, warehouse, "cdf", readChangeFeed="true", startingVersion="1",
+                      endingVersion="1")  # fmt: skip
+    assert sorted((r["_change_type"], r["key"]) for r in everything.collect()) == [
+        ("insert", "a"), ("insert", "b")
+    ]
+    assert "_commit_timestamp" in feed.columns
+    with pytest.raises(Exception, match="needs 'startingVersion' or 'startingTimestamp'"):
+        read(spark, warehouse, "cdf", readChangeFeed="true").collect()
