@@ -45,6 +45,8 @@ OPTIONS = (
     "endingVersion",
     "startingTimestamp",
     "endingTimestamp",
+    "maxRowsPerTrigger",
+    "maxCommitsPerTrigger",
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
 #: Options that shape a store when a write creates it.
@@ -95,6 +97,8 @@ class StoreOptions:
     ending_version: int | None = None
     starting_timestamp_ms: int | None = None
     ending_timestamp_ms: int | None = None
+    max_rows_per_trigger: int | None = None
+    max_commits_per_trigger: int | None = None
     timestamp_as_of_ms: int | None = None
     window_start_from_ms: int | None = None
     window_start_to_ms: int | None = None
@@ -154,6 +158,8 @@ class StoreOptions:
             ending_version=_whole(given, "endingVersion"),
             starting_timestamp_ms=_instant(given, "startingTimestamp"),
             ending_timestamp_ms=_instant(given, "endingTimestamp"),
+            max_rows_per_trigger=_positive_int(given, "maxRowsPerTrigger"),
+            max_commits_per_trigger=_positive_int(given, "maxCommitsPerTrigger"),
             timestamp_as_of_ms=_instant(given, "timestampAsOf"),
             window_start_from_ms=_instant(given, "windowStartFrom"),
             window_start_to_ms=_instant(given, "windowStartTo"),

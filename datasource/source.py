@@ -14,6 +14,7 @@ from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceReader,
     DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
 )
 from pyspark.sql.types import StructType
 
@@ -76,6 +77,11 @@ class DefaultSource(DataSource):
         from datasource.writer import StateStoreWriter
 
         return StateStoreWriter.plan(self._options(), schema, overwrite)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from datasource.stream_reader import ChangeFeedStreamReader
+
+        return ChangeFeedStreamReader(self._options())
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
         from datasource.options import StoreOptions

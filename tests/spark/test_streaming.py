@@ -64,3 +64,50 @@ def test_complete_mode_replaces_the_store_each_batch(spark: Any, tmp_path: Path)
     assert _rows(spark, tmp_path, "totals") == [("a", 16), ("b", 2)]
     log = Catalog(str(tmp_path / "wh")).load("totals").log
     assert [log.read(i).operation for i in log.ids()] == ["create", "overwrite"]
+
+
+def _tail(spark: Any, base: Path, seen: list[tuple[int, str, str, int]], **options: str) -> Any:
+    reader = spark.readStream.format("state_store").option("root", str(base / "wh"))
+    for name, value in {"readChangeFeed": "true", **options}.items():
+        reader = reader.option(name, value)
+
+    def collect(batch: Any, batch_id: int) -> None:
+        seen.extend((batch_id, r["_change_type"], r["key"], r["value"]) for r in batch.collect())
+
+    query = (
+        reader.load("src").writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(base / "tail-checkpoint"))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    assert query.exception() is None
+    return query
+
+
+def test_a_store_streams_its_changes_and_resumes_from_its_checkpoint(
+    spark: Any, tmp_path: Path
+) -> None:
+    table = Catalog(str(tmp_path / "wh")).create_store("src", "keyvalue", "string", "long")
+    import pyarrow as pa
+
+    table.commit(table.stage(pa.array(["a"]), pa.array([1]), None))  # 2
+    table.commit(table.stage(pa.array(["a", "b"]), pa.array([2, 3]), None))  # 3
+    seen: list[tuple[int, str, str, int]] = []
+    _tail(spark, tmp_path, seen, startingVersion="2", maxCommitsPerTrigger="1")
+    assert sorted(seen) == [
+        (0, "insert", "a", 1),  # one commit per micro-batch
+        (1, "insert", "b", 3), (1, "update_postimage", "a", 2), (1, "update_preimage", "a", 1),
+    ]  # fmt: skip
+    table.commit(table.stage(pa.array(["b"]), pa.array([None], pa.int64()), None))  # 4
+    seen.clear()
+    _tail(spark, tmp_path, seen)  # restarted: only what came after its checkpoint
+    assert seen == [(2, "delete", "b", 3)]
+
+
+def test_a_stream_must_ask_for_the_change_feed(spark: Any, tmp_path: Path) -> None:
+    Catalog(str(tmp_path / "wh")).create_store("src", "keyvalue", "string", "long")
+    stream = spark.readStream.format("state_store").option("root", str(tmp_path / "wh")).load("src")
+    query = stream.writeStream.format("noop").option(
+        "checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True).start()  # fmt: skip
+    with pytest.raises(Exception, match="add .option\\('readChangeFeed', 'true'\\)"):
+        query.awaitTermination()
