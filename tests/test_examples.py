@@ -27,6 +27,14 @@ def test_example_runs(script: Path, tmp_path: Path, spark_env: dict[str, str]) -
         assert "1.0735" in as_of and "1.248" in as_of and "1.0698" not in as_of
         assert "EUR|1.0698" in sql and "JPY" not in sql
         assert (tmp_path / "warehouse" / "rates" / "commits" / f"{1:020d}.json").exists()
+    if script.name == "streaming.py":
+        out = result.stdout
+        running, rest = out.split("After more views arrived:")
+        later, feed = rest.split("Its change feed")
+        assert "ada | 1970-01-01 00:00:00 | 2" in running and "cy" not in running
+        assert "bob | 1970-01-01 00:00:00 | 2" in later and "cy | 1970-01-01 00:01:00 | 1" in later
+        assert "2 | insert | cy | 1970-01-01 00:01:00 | 1" in feed
+        assert "2 | delete | bob | 1970-01-01 00:00:00 | 1" in feed
     if script.name == "stores_tour.py":
         out = result.stdout
         assert "[0, 5) min: count=3" in out and "[5, 10) min: count=5" in out
