@@ -194,6 +194,7 @@ def snapshot_runs(
 
 
 def load_snapshot(db: RocksDBBytesStore, storage: Storage, store_dir: str, ref: ChangelogFile) -> None:
-    """Stage a verified snapshot's rows into ``db`` (the caller empties it first and commits)."""
+    """Load a verified snapshot into an empty ``db`` by SST ingest, one sorted run per column
+    family (durable at once: the caller commits its offset after)."""
     for family, keys, values in snapshot_runs(storage, store_dir, ref):
-        db.put_many(keys.to_pylist(), values.to_pylist(), family)
+        db.ingest_sorted(family, keys.to_pylist(), values.to_pylist())

@@ -178,18 +178,25 @@ class PartitionCache:
             if applied >= target:
                 return applied
             plan = self.log.restore_plan(applied, target, self.partition)
-            if plan.reset:  # staged in the first transaction below: atomic with its data
-                for family in self._families:
-                    tx.db.clear(family)
-                tx.reopen()
             if path == self.path:
                 shutil.rmtree(self.path + ".scans", ignore_errors=True)
             if plan.snapshot is not None and plan.snapshot.base is not None:
+                # A snapshot is ingested as SST files into an empty database (ingest bypasses
+                # the batch): the old one goes first. A crash before the offset is committed
+                # leaves a database that committed nothing, which starts over the same way.
+                tx.close()
+                shutil.rmtree(path, ignore_errors=True)
+                _makedirs(path)
+                tx = self._open_transactional(path)
                 for ref in plan.snapshot.files_for(self.partition):
                     load_snapshot(tx.db, self.storage, self.store_dir, ref)
                 tx.commit(plan.snapshot.base)
                 tx.reopen()
                 faults.point("cache.applied")
+            elif plan.reset:  # staged in the first transaction below: atomic with its data
+                for family in self._families:
+                    tx.db.clear(family)
+                tx.reopen()
             for record in plan.records:
                 # One commit's files are applied as one table: a kind may order its rows (the
                 # versioned kind sorts by timestamp), and how Spark split them into tasks and

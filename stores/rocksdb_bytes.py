@@ -26,13 +26,28 @@ from __future__ import annotations
 
 import contextlib
 import os
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import cast
 
-from rocksdict import AccessType, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
+from rocksdict import (
+    AccessType,
+    DBCompressionType,
+    IngestExternalFileOptions,
+    Options,
+    Rdict,
+    ReadOptions,
+    SstFileWriter,
+    WriteBatch,
+)
 
 from stores._columns import chunked
-from stores.errors import CorruptDataError, StoreClosedError, StoreNotFoundError
+from stores.errors import (
+    CorruptDataError,
+    InvalidOptionError,
+    StoreClosedError,
+    StoreNotFoundError,
+)
 
 DEFAULT_CF = "default"
 
@@ -452,6 +467,36 @@ class RocksDBBytesStore:
             return
         self._db.write(self._batch)
         self._discard()
+
+    def ingest_sorted(self, cf: str, keys: Sequence[bytes], values: Sequence[bytes]) -> None:
+        """Load ``keys`` (strictly ascending) and ``values`` into an empty column family by
+        writing one SST file and ingesting it: far cheaper than puts, and applied at once,
+        outside the uncommitted batch (the family must have no uncommitted writes).
+
+        Raises:
+            StoreClosedError: a read-only store.
+            InvalidOptionError: the family has uncommitted writes.
+        """
+        target = self._cf(cf)
+        if self.read_only or target is None:
+            raise StoreClosedError(f"the RocksDB store at {self.path} is open read-only")
+        if cf in self._pending:
+            raise InvalidOptionError(f"column family {cf!r} has uncommitted writes; commit first")
+        if not keys:
+            return
+        path = os.path.join(self.path, f"ingest-{uuid.uuid4().hex}.sst")
+        writer = SstFileWriter(_options())
+        writer.open(path)
+        try:
+            for key, value in zip(keys, values):
+                writer[key] = value
+            writer.finish()
+            options = IngestExternalFileOptions()
+            options.set_move_files(True)
+            target.ingest_external_file([path], options)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     def apply(self, ops: Iterable[RawOp]) -> None:
         """Stage recorded writes again (a changelog's replay)."""

@@ -248,3 +248,27 @@ def test_a_latest_read_from_columns_equals_the_store_s_own(
             batches = cache.read(target, fresh._typed_scan(Scan()), fresh.arrow_schema())
             from_store += [b for b in batches]
         assert from_columns == _sorted(pa.Table.from_batches(from_store, schema=fresh.arrow_schema()))
+
+
+def test_a_fresh_cache_loads_the_snapshot_and_reads_only_the_tail(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from catalog import local_cache
+
+    table = _build(catalog, "versioned", appends=8)
+    record = compact(table)
+    assert record is not None
+    _build_more(catalog, "versioned")  # one commit after the snapshot
+    before = _sorted(_at(table, table.log.latest_id()))  # the writer's cache, from the log
+    read: list[str] = []
+    real = local_cache.read_changelog
+
+    def counting(storage: Any, store_dir: str, ref: Any) -> Any:
+        read.append(ref.path)
+        return real(storage, store_dir, ref)
+
+    monkeypatch.setattr(local_cache, "read_changelog", counting)
+    fresh = _fresh(catalog, tmp_path, "tail-only").load("s")
+    assert _sorted(_at(fresh, fresh.log.latest_id())) == before
+    tail = {f.path for f in fresh.log.read(fresh.log.latest_id()).files}
+    assert set(read) == tail  # nothing before the snapshot's base was replayed
