@@ -279,6 +279,7 @@ class Catalog:
         *,
         older_than_ms: int | None = None,
         dry_run: bool = False,
+        retain_history_ms: int | None = None,
     ) -> builtins.list[VacuumReport]:
         """Delete what failed writes left (staged files no commit lists, temporary files, abort
         markers) once older than ``older_than_ms`` (default 7 days); see ``catalog.maintenance``.
@@ -288,6 +289,9 @@ class Catalog:
                 every store of the warehouse.
             older_than_ms: the safety window: longer than your longest write.
             dry_run: only report what would be deleted.
+            retain_history_ms: also drop the files that only commits older than this need,
+                where a snapshot makes them unnecessary (``catalog.maintenance``): older
+                commits can no longer be read.
 
         Raises:
             StoreNotFoundError: nothing of that name exists.
@@ -296,8 +300,15 @@ class Catalog:
 
         window = DEFAULT_OLDER_THAN_MS if older_than_ms is None else older_than_ms
         if name is None:
-            return vacuum_all(self.storage, older_than_ms=window, dry_run=dry_run)
-        return [vacuum(self.storage, name, older_than_ms=window, dry_run=dry_run)]
+            return vacuum_all(
+                self.storage, older_than_ms=window, dry_run=dry_run,
+                retain_history_ms=retain_history_ms,
+            )  # fmt: skip
+        report = vacuum(
+            self.storage, name, older_than_ms=window, dry_run=dry_run,
+            retain_history_ms=retain_history_ms,
+        )  # fmt: skip
+        return [report]
 
     def drop(self, name: str) -> None:
         """Delete a store and all its files, or what a failed first write or an unfinished drop

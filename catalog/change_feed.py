@@ -90,6 +90,8 @@ def version_range(
         end = latest
         if ending_timestamp_ms is not None:
             end = max((i + 1 for i, t in enumerate(times) if t <= ending_timestamp_ms), default=0)
+    if start < log.history_start() <= latest and start >= 1:
+        raise log.expired(start)
     if not 1 <= start <= latest or end > latest:
         raise InvalidOptionError(
             f"the change feed asks for commits {start} to {end} of store {table.spec.name!r}, "
@@ -118,7 +120,7 @@ def partition_changes(
         for commit_id in range(start, end + 1):
             record = table.log.read(commit_id)
             files = record.files_for(partition)
-            if record.compaction or (not files and not record.overwrite):
+            if record.changes_nothing or (not files and not record.overwrite):
                 cache.materialize(private, commit_id)
                 continue
             touched = None

@@ -5,6 +5,7 @@
     state-store [--root URL] history STORE
     state-store [--root URL] compact STORE [--partition N ...]
     state-store [--root URL] vacuum [STORE ...] [--older-than "7 days"] [--dry-run]
+                                    [--retain-history "30 days"]
 
 Every command takes ``--json`` for machine-readable output. Exit codes: 0 done, 1 the command
 failed (the message carries the error's code), 2 bad usage.
@@ -57,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
         help="safety window, longer than your longest write (default: 7 days)",
     )
     vacuum.add_argument("--dry-run", action="store_true", help="report, delete nothing")
+    vacuum.add_argument(
+        "--retain-history",
+        help="also drop what only commits older than this need (after a compaction); "
+        "older commits can no longer be read (versionAsOf, change feed)",
+    )
     return parser
 
 
@@ -88,10 +94,17 @@ def _run(args: argparse.Namespace) -> Any:
                 "base": record.base, **record.summary}  # fmt: skip
     window = parse_duration_ms(args.older_than, "--older-than")
     names = args.stores or [None]
+    retain = (
+        None
+        if args.retain_history is None
+        else parse_duration_ms(args.retain_history, "--retain-history")
+    )
     reports = [
         r.to_dict()
         for name in names
-        for r in catalog.vacuum(name, older_than_ms=window, dry_run=args.dry_run)
+        for r in catalog.vacuum(
+            name, older_than_ms=window, dry_run=args.dry_run, retain_history_ms=retain
+        )
     ]
     return reports
 

@@ -22,11 +22,13 @@ A record (JSON, keys sorted; ``checksum`` covers every other field):
 | ``prev``         | the checksum of record ``id - 1`` ("" for 1): a deleted, reordered or     |
 |                | replaced record breaks the chain                                         |
 | ``operation``    | ``create`` (record 1, with ``spec``), ``append``, ``overwrite``, ``drop``,       |
-|                | ``compact`` (a snapshot of every partition as of commit ``base``)          |
+|                | ``compact`` (a snapshot of every partition as of commit ``base``),         |
+|                | ``expire`` (history before commit ``base`` is gone: see ``history_start``) |
 | ``write_id``     | the write that published it (an abort asks the log whether it committed) |
 | ``files``        | the changelog files: partition, path, rows, size, crc32 (``compact``:      |
 |                | the snapshot files, ``snapshot/<partition>/<name>.arrow``)               |
-| ``base``         | ``compact`` only: the commit whose state the snapshots hold              |
+| ``base``         | ``compact``: the commit whose state the snapshots hold; ``expire``: the    |
+|                | oldest commit still readable                                             |
 | ``spec``         | the store's spec (record 1: a store exists once its first record does)   |
 | ``txn``          | the writer's (app_id, version), for idempotent writes                    |
 | ``txns``         | the newest committed version per app id, carried forward record to record |
@@ -65,7 +67,7 @@ from stores.errors import (
 
 COMMITS_DIR = "commits"
 FORMAT = 2
-OPERATIONS = ("create", "append", "overwrite", "drop", "compact")
+OPERATIONS = ("create", "append", "overwrite", "drop", "compact", "expire")
 _MAX_ATTEMPTS = 50
 _RECORD_NAME = re.compile(r"(\d{20})\.json")
 
@@ -146,6 +148,11 @@ class CommitRecord:
     @property
     def compaction(self) -> bool:
         return self.operation == "compact"
+
+    @property
+    def changes_nothing(self) -> bool:
+        """Compactions and expiries: bookkeeping records that leave the state as it was."""
+        return self.operation in ("compact", "expire")
 
     def files_for(self, partition: int) -> list[ChangelogFile]:
         return [f for f in self.files if f.partition == partition]
@@ -232,13 +239,15 @@ class CommitRecord:
             record.spec is not None
         ):
             raise CorruptDataError(f"{where}: only commit 1 creates the store and holds its spec")
-        if record.compaction != (record.base is not None) or (
+        if record.changes_nothing != (record.base is not None) or (
             record.base is not None and not 1 <= record.base < record.id
         ):
             raise CorruptDataError(
-                f"{where}: a compact record, and only one, names an earlier commit as its base "
-                f"(operation {record.operation!r}, base {record.base!r})"
+                f"{where}: a compact or expire record, and only one, names an earlier commit as "
+                f"its base (operation {record.operation!r}, base {record.base!r})"
             )
+        if record.operation == "expire" and record.files:
+            raise CorruptDataError(f"{where}: an expire record lists no files")
         return record
 
 
@@ -406,31 +415,55 @@ class CommitLog:
         """
         if target <= applied:
             return RestorePlan(False, None, [])
+        start = self.history_start()
+        if target < start:
+            raise self.expired(target)
+        if applied < start:
+            applied = 0  # its next files are gone: start over from a snapshot
         records = self.chain(applied + 1, target)
         if any(r.operation == "drop" for r in records):
             raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
-        changes = [r for r in records if not r.compaction]
+        changes = [r for r in records if not r.changes_nothing]
         reset_at = next((r.id for r in reversed(changes) if r.overwrite), None)
         snapshot = None
         if use_snapshots:
-            snapshot = next(
-                (
-                    r
-                    for r in reversed(records)
-                    if r.compaction
-                    and r.base is not None
-                    and (partition is None or r.files_for(partition))
-                    and r.base > applied
-                    and r.base <= target
-                    and (reset_at is None or r.base >= reset_at)
-                ),
-                None,
-            )
+            # A snapshot of a commit at or before the target may be published after it.
+            later = [self.read(i) for i in self.listed_ids() if i > target]
+            usable = [
+                r
+                for r in records + later
+                if r.compaction
+                and r.base is not None
+                and (partition is None or r.files_for(partition))
+                and applied < r.base <= target
+                and (reset_at is None or r.base >= reset_at)
+            ]
+            # The newest state wins (compactions may publish out of their bases' order).
+            snapshot = max(usable, key=lambda r: (r.base or 0, r.id), default=None)
         if snapshot is not None and snapshot.base is not None:
             return RestorePlan(True, snapshot, [r for r in changes if r.id > snapshot.base])
         if reset_at is not None:
             return RestorePlan(True, None, [r for r in changes if r.id >= reset_at])
         return RestorePlan(False, None, [r for r in changes if r.id > applied])
+
+    def history_start(self) -> int:
+        """The oldest commit whose state can still be read (1 unless history was expired by
+        ``vacuum`` with a history retention)."""
+        start = 1
+        for commit_id in self.listed_ids():
+            record = self.read(commit_id)
+            if record.operation == "expire" and record.base is not None:
+                start = max(start, record.base)
+        return start
+
+    def expired(self, version: int) -> InvalidOptionError:
+        """The error for a read of a commit older than the retained history."""
+        return InvalidOptionError(
+            f"commit {version} of store {self.store_dir!r} is older than its retained history "
+            f"(commits {self.history_start()} to {self.latest_id()} can be read; a vacuum with "
+            "a history retention removed the rest)",
+            code="HISTORY_EXPIRED",
+        )
 
     def version_at(self, version: int | None = None, timestamp_ms: int | None = None) -> int:
         """The commit a read pins: ``version`` itself, or the newest commit made at or before
@@ -442,6 +475,8 @@ class CommitLog:
         """
         latest = self.latest_id()
         if version is not None:
+            if version < self.history_start():
+                raise self.expired(version)
             if version > latest:
                 raise InvalidOptionError(
                     f"option 'versionAsOf' is {version} but store {self.store_dir!r} has "
@@ -454,6 +489,8 @@ class CommitLog:
         for commit_id in range(1, latest + 1):  # commit times grow with ids (one clock each)
             if self.read(commit_id).timestamp_ms <= timestamp_ms:
                 found = commit_id
+        if found and found < self.history_start():
+            raise self.expired(found)
         if found == 0:
             first = self.read(1).timestamp_ms
             raise InvalidOptionError(

@@ -16,6 +16,14 @@ safety window, and only then:
 
 What a store directory holds without a commit 1 (a first write that failed) is deleted whole
 once every file in it is older than the window.
+
+History. Commit records are kept forever, but the files of old commits need not be: with a
+history retention (``retain_history_ms``), ``expire_history`` drops, per partition, the
+changelog files and older snapshots that its newest snapshot older than the retention makes
+unnecessary. An ``expire`` record names the oldest commit that stays readable
+(``CommitLog.history_start``); reading an older one (``versionAsOf``, a change feed) fails with
+``HISTORY_EXPIRED``, naming the commits that remain. The record is published before anything is
+deleted, so a crash in between leaves a smaller history, never a broken one.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ class VacuumReport:
     deleted: list[str] = field(default_factory=list)  # paths relative to the store
     deleted_bytes: int = 0
     kept_young: int = 0  # leftovers younger than the safety window
+    history_start: int | None = None  # the oldest readable commit, with a history retention
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -54,6 +63,7 @@ class VacuumReport:
             "deleted_files": len(self.deleted),
             "deleted_bytes": self.deleted_bytes,
             "kept_young": self.kept_young,
+            "history_start": self.history_start,
         }
 
 
@@ -69,6 +79,7 @@ def vacuum(
     dry_run: bool = False,
     now_ms: int | None = None,
     progress: Callable[[int], None] | None = None,
+    retain_history_ms: int | None = None,
 ) -> VacuumReport:
     """Delete the leftovers of failed writes in one store directory (see module doc).
 
@@ -79,6 +90,7 @@ def vacuum(
         dry_run: report what would be deleted, delete nothing.
         now_ms: the current time (for tests); defaults to the clock.
         progress: called with the number of entries examined so far, for long listings.
+        retain_history_ms: also expire history older than this (see module doc).
 
     Raises:
         InvalidOptionError: a negative window.
@@ -129,7 +141,54 @@ def vacuum(
         storage.delete(store, recursive=True)
         return report
     _delete(storage, store, candidates, report, dry_run=dry_run)
+    if retain_history_ms is not None and has_store:
+        expire_history(storage, store, retain_history_ms, report, now_ms=now_ms)
     return report
+
+
+def expire_history(
+    storage: Storage,
+    store: str,
+    retain_ms: int,
+    report: VacuumReport,
+    *,
+    now_ms: int | None = None,
+) -> None:
+    """Drop what no commit within ``retain_ms`` (or newer) needs (see module doc)."""
+    import uuid
+
+    if retain_ms < 0:
+        raise InvalidOptionError(
+            f"the history retention is {retain_ms} ms; accepted: a duration >= 0"
+        )
+    log = CommitLog(storage, store)
+    log.first()
+    cutoff = (now_ms if now_ms is not None else int(time.time() * 1000)) - retain_ms
+    records = [log.read(i) for i in log.ids()]
+    keep: dict[int, int] = {}  # partition -> base of its newest snapshot older than the cutoff
+    for record in records:
+        if record.compaction and record.base is not None and record.timestamp_ms <= cutoff:
+            for ref in record.files:
+                keep[ref.partition] = max(keep.get(ref.partition, 1), record.base)
+    start = log.history_start()
+    report.history_start = start
+    if not keep:
+        return
+    boundary = max(keep.values())
+    doomed: list[tuple[str, int]] = []
+    for record in records:
+        for ref in record.files:
+            kept_from = keep.get(ref.partition, 1)
+            old = record.base < kept_from if record.compaction and record.base else record.id <= kept_from
+            if old and storage.exists(store, ref.path):
+                doomed.append((ref.path, ref.size))
+    report.history_start = max(start, boundary)
+    if report.dry_run:
+        _delete(storage, store, doomed, report, dry_run=True)
+        return
+    if boundary > start:
+        log.publish("expire", [], f"expire-{uuid.uuid4().hex}", base=boundary)
+    _delete(storage, store, doomed, report)
 
 
 def _listed_files(log: CommitLog) -> set[str]:
@@ -153,7 +212,11 @@ def _delete(
 
 
 def vacuum_all(
-    storage: Storage, *, older_than_ms: int = DEFAULT_OLDER_THAN_MS, dry_run: bool = False
+    storage: Storage,
+    *,
+    older_than_ms: int = DEFAULT_OLDER_THAN_MS,
+    dry_run: bool = False,
+    retain_history_ms: int | None = None,
 ) -> list[VacuumReport]:
     """``vacuum`` every store directory under the warehouse."""
     reports = []
@@ -162,5 +225,9 @@ def vacuum_all(
             check_store_name(name)
         except InvalidOptionError:
             continue  # not ours
-        reports.append(vacuum(storage, name, older_than_ms=older_than_ms, dry_run=dry_run))
+        report = vacuum(
+            storage, name, older_than_ms=older_than_ms, dry_run=dry_run,
+            retain_history_ms=retain_history_ms,
+        )  # fmt: skip
+        reports.append(report)
     return reports

@@ -17,7 +17,7 @@ from catalog.cli import main as cli
 from catalog.commit_log import COMMITS_DIR, record_name
 from catalog.compaction import compact, dump, load_snapshot, tail_files
 from catalog.local_cache import PartitionCache
-from stores.errors import CorruptDataError
+from stores.errors import CorruptDataError, InvalidOptionError
 from stores.rocksdb_bytes import RocksDBBytesStore
 
 HOUR = 3_600_000
@@ -272,3 +272,41 @@ def test_a_fresh_cache_loads_the_snapshot_and_reads_only_the_tail(
     assert _sorted(_at(fresh, fresh.log.latest_id())) == before
     tail = {f.path for f in fresh.log.read(fresh.log.latest_id()).files}
     assert set(read) == tail  # nothing before the snapshot's base was replayed
+
+
+def test_history_older_than_its_retention_expires_after_a_snapshot(
+    catalog: Catalog, tmp_path: Path, warehouse: str
+) -> None:
+    table = _build(catalog, "versioned", appends=6)  # commits 1..7
+    reads = {c: _sorted(_at(table, c)) for c in range(2, 8)}
+    record = compact(table, partitions=[0])  # 8: partition 0 only, base 7
+    assert record is not None and record.base == 7
+    _build_more(catalog, "versioned")  # 9
+    reads[9] = _sorted(_at(table, 9))
+    dry = catalog.vacuum("s", older_than_ms=0, dry_run=True, retain_history_ms=0)[0]
+    assert dry.history_start == 7 and dry.deleted
+    assert all(Path(warehouse, "s", p).exists() for p in dry.deleted)  # a dry run deletes nothing
+    report = catalog.vacuum("s", older_than_ms=0, retain_history_ms=0)[0]
+    assert report.history_start == 7
+    assert set(report.deleted) == set(dry.deleted)
+    assert all(p.startswith("changelog/00000/") for p in report.deleted)  # partition 1 keeps all
+    fresh = _fresh(catalog, tmp_path, "after").load("s")
+    assert fresh.log.history_start() == 7
+    assert [fresh.log.read(i).operation for i in fresh.log.ids()][-1] == "expire"
+    for commit_id in (7, 9):  # still readable, from the snapshot and the files after it
+        assert _sorted(_at(fresh, commit_id)) == reads[commit_id]
+    assert _sorted(fresh.to_arrow()) == reads[9]
+    with pytest.raises(InvalidOptionError, match=r"\[HISTORY_EXPIRED\].*commit 6 .*commits 7 to 10"):
+        fresh.log.version_at(6)
+    with pytest.raises(InvalidOptionError, match="HISTORY_EXPIRED"):
+        catalog.changes("s", 3)
+    assert len(catalog.changes("s", 8)) > 0
+    # The writer's old cache (at commit 9) goes on; one behind the boundary starts over.
+    assert _sorted(table.to_arrow()) == reads[9]
+
+
+def test_history_is_kept_while_no_snapshot_is_old_enough(catalog: Catalog) -> None:
+    table = _build(catalog, "keyvalue", appends=3)
+    compact(table)
+    report = catalog.vacuum("s", older_than_ms=0, retain_history_ms=3_600_000)[0]
+    assert report.deleted == [] and report.history_start == 1
