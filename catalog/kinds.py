@@ -178,8 +178,6 @@ def _time_order(table: pa.Table, column: str) -> pa.Table:
     return table.take(pc.sort_indices(table.column(column)))
 
 
-
-
 # -- parameters ----------------------------------------------------------------------------------
 
 #: The option name users give for each kind parameter, for messages.
@@ -237,10 +235,6 @@ def _kv_params(given: dict[str, Any]) -> dict[str, Any]:
         )
     _refuse_unknown("keyvalue", {k: v for k, v in given.items() if k != "headers"}, ())
     return {}
-
-
-
-
 
 
 def _kv_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:
@@ -362,8 +356,6 @@ def _versioned_open(db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
     return VersionedKeyValueStore.over(
         db, params["history_retention_ms"], params["segment_interval_ms"]
     )
-
-
 
 
 def _versioned_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> None:

@@ -5,10 +5,12 @@ documented in :mod:`stores.session`.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from stores._window_bulk import EXPIRED_SEGMENT_WARNING
 from stores.checks import MIN_LONG
 from stores.checks import checked_long as _long
 from stores.errors import InvalidOptionError
@@ -25,6 +27,8 @@ from stores.session_format import (
     decode_session_key_column,
     session_key_suffixes,
 )
+
+_log = logging.getLogger("stores.session")
 
 
 class _SessionColumns:
@@ -98,7 +102,9 @@ class _SessionColumns:
         raws = self._encode_columns(value_list, header_list)
         suffixes = session_key_suffixes(start_list, end_list)
         with self._db.operation():
-            self._segments.put_many(key_list, raws, end_list, key_suffixes=suffixes)
+            dropped = self._segments.put_many(key_list, raws, end_list, key_suffixes=suffixes)
+        if dropped:
+            _log.warning("%s (%d records)", EXPIRED_SEGMENT_WARNING, dropped)
 
     def scan_columns(
         self,

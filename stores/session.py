@@ -52,6 +52,7 @@ from typing import Any, Generic, TypeVar
 
 from stores._session_args import _bind, _count, _optional_key, _session, _windowed
 from stores._session_bulk import _SessionColumns
+from stores._window_bulk import EXPIRED_SEGMENT_WARNING
 from stores.checks import checked_bytes as _key
 from stores.checks import checked_long as _long
 from stores.errors import InvalidOptionError, StoreClosedError
@@ -229,7 +230,9 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
         raw = self._encode(value)
         self._check_open()
         with self._db.operation():
-            self._segments.put(encode_session_key(key, start, end), raw, end)
+            written = self._segments.put(encode_session_key(key, start, end), raw, end)
+        if not written:
+            log.warning(EXPIRED_SEGMENT_WARNING)  # Kafka's RocksDBSessionStore logs it too
 
     def remove(self, *args: Any, **kwargs: Any) -> None:
         """``remove(session_key: Windowed)`` or ``remove(key, start, end)``.
