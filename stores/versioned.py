@@ -285,20 +285,27 @@ class VersionedKeyValueStore:
             self._save_stream_time(stream_time, new_time)
         return existing
 
-    def put_many(self, records: Iterable[tuple[bytes, bytes | None, int]]) -> None:
+    def put_many(
+        self, records: Iterable[tuple[bytes, bytes | None, int]], *, validate: bool = True
+    ) -> None:
         """Put ``(key, value, timestamp)`` records in order, as one atomic batch.
 
         The result is that of calling :meth:`put` for each record in turn (stream time
         advances record by record, not to the batch's end as in Kafka's restore). Every record
-        is checked before any is written. The latest values of all keys are read in one call,
-        and into an empty store not at all.
+        is checked before any is written, unless ``validate`` is False: records read back from
+        a source that checked them when they were written (the catalog's checksummed changelog
+        files) are not checked twice. The latest values of all keys are read in one call, and
+        into an empty store not at all.
 
         Raises:
             InvalidOptionError: a record has a wrong key, value or timestamp.
             StoreClosedError: the store is closed.
         """
         self._check_open()
-        batch = [_checked_record(record) for record in records]
+        if validate:
+            batch = [_checked_record(record) for record in records]
+        else:
+            batch = list(records)
         if not batch:
             return
         with self._writing():
