@@ -211,7 +211,8 @@ def _required(kind: str, given: dict[str, Any], name: str, example: str) -> int:
     value = given.get(name)
     if value is None:
         raise InvalidOptionError(
-            f"a {kind} store needs option {OPTION_NAMES[name]!r} (e.g. {example})"
+            f"a {kind} store needs option {OPTION_NAMES[name]!r} (e.g. {example})",
+            code="MISSING_OPTION",
         )
     return int(value)
 
@@ -346,7 +347,8 @@ def _versioned_params(given: dict[str, Any]) -> dict[str, Any]:
     if retention is None:
         raise InvalidOptionError(
             "a versioned store needs option 'historyRetention' (e.g. '1 day' or ms), "
-            "which is also its grace period"
+            "which is also its grace period",
+            code="MISSING_OPTION",
         )
     segment = _segment_interval(given, versioned_segment_interval(retention))
     return {"history_retention_ms": int(retention), "segment_interval_ms": segment}
@@ -568,8 +570,13 @@ def kind_of(name: str) -> StoreKind:
     try:
         return KINDS[name]
     except KeyError:
+        import difflib
+
+        close = difflib.get_close_matches(str(name).lower(), list(KINDS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise InvalidOptionError(
-            f"option 'kind' is {name!r}; accepted: {' | '.join(KINDS)}"
+            f"option 'kind' is {name!r}{hint} Accepted: {' | '.join(KINDS)}",
+            code="UNKNOWN_KIND",
         ) from None
 
 

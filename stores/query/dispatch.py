@@ -329,11 +329,19 @@ def _ts_range_records(store: Any, query: _Range) -> Iterator[ReadOnlyRecord]:
 
 
 def _unsupported_key(store: Any, query: Any) -> Any:
-    raise UnsupportedQueryError("Versioned stores do not support KeyQuery queries at this time.")
+    raise UnsupportedQueryError(
+        "Versioned stores do not support KeyQuery queries at this time. Ask a versioned store "
+        "with VersionedKeyQuery.with_key(key) (its latest value, or .as_of(t)), or "
+        "MultiVersionedKeyQuery for a key's versions."
+    )
 
 
 def _unsupported_range(store: Any, query: Any) -> Any:
-    raise UnsupportedQueryError("Versioned stores do not support RangeQuery queries at this time.")
+    raise UnsupportedQueryError(
+        "Versioned stores do not support RangeQuery queries at this time. Read the store with "
+        "Spark (spark.read.format('state_store'), optionally asOfTimestamp) for many keys, or "
+        "ask one key with VersionedKeyQuery."
+    )
 
 
 def _versioned_key(store: Any, query: VersionedKeyQuery) -> Any:

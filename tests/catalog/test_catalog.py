@@ -54,8 +54,12 @@ def test_unknown_store_names_root_existing_stores_and_closest(catalog: Catalog) 
     ("args", "params", "pattern"),
     [
         (("bad/name", "keyvalue", "string", "long"), {}, "store name"),
-        (("s", "windowed", "string", "long"), {}, "option 'kind' is 'windowed'; accepted: keyvalue"),
-        (("s", "window", "string", "long"), {"retention_ms": 10}, "needs option 'windowSize'"),
+        (
+            ("s", "windowed", "string", "long"),
+            {},
+            r"UNKNOWN_KIND\] option 'kind' is 'windowed'; did you mean 'window'\? Accepted: keyvalue",
+        ),
+        (("s", "window", "string", "long"), {"retention_ms": 10}, r"MISSING_OPTION\].*'windowSize'"),
         (("s", "window", "string", "long"), {"window_size_ms": 5}, "needs option 'retention'"),
         (
             ("s", "window", "string", "long"),
