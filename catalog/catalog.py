@@ -51,6 +51,23 @@ if TYPE_CHECKING:
 ABORTED_DIR = "aborted"
 DEFAULT_ROOT = "./state-warehouse"
 TIMESTAMP = pa.timestamp("us", tz="UTC")
+#: ``Catalog.stores_table``'s columns.
+STORES_SCHEMA = pa.schema(
+    [
+        ("name", pa.string()),
+        ("kind", pa.string()),
+        ("key_type", pa.string()),
+        ("value_type", pa.string()),
+        ("partitions", pa.int64()),
+        ("parameters", pa.string()),
+        ("created", TIMESTAMP),
+        ("commits", pa.int64()),
+        ("last_commit", TIMESTAMP),
+        ("rows_written", pa.int64()),
+        ("bytes_written", pa.int64()),
+        ("history_start", pa.int64()),
+    ]
+)
 #: The largest epoch-ms time a Spark TIMESTAMP (microseconds in a long) can show.
 MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
 _NULL_SIZE = encode_varint(-1)  # a header's null value
@@ -210,6 +227,54 @@ class Catalog:
         """The spec of a store plus its latest commit id."""
         table = self.load(name)
         return {**table.spec.describe(), "latest_commit": table.log.latest_id()}
+
+    def stores_table(self) -> pa.Table:
+        """Every store as a row: ``name, kind, key_type, value_type, partitions, parameters``
+        (as options, in readable units), ``created``, ``commits``, ``last_commit``,
+        ``rows_written``, ``bytes_written`` and ``history_start`` (the oldest readable commit).
+        """
+        from catalog.durations import format_duration_ms
+        from catalog.kinds import OPTION_NAMES
+
+        rows: builtins.list[dict[str, Any]] = []
+        for name in self.list():
+            try:
+                table = self.load(name)
+            except StoreNotFoundError:
+                continue  # dropped meanwhile
+            log = table.log
+            records = [log.read(i) for i in log.ids()]
+            spec = table.spec
+            shown = []
+            for param, value in spec.params.items():
+                if value is None:
+                    continue
+                if isinstance(value, bool):
+                    text = "true" if value else "false"
+                elif param.endswith("_ms"):
+                    text = format_duration_ms(int(value))
+                else:
+                    text = str(value)
+                shown.append(f"{OPTION_NAMES.get(param, param)}={text}")
+            rows.append(
+                {
+                    "name": name,
+                    "kind": spec.kind,
+                    "key_type": spec.describe()["key_type"],
+                    "value_type": spec.describe()["value_type"],
+                    "partitions": spec.num_partitions,
+                    "parameters": ", ".join(shown),
+                    "created": records[0].timestamp_ms * 1000,
+                    "commits": records[-1].id,
+                    "last_commit": records[-1].timestamp_ms * 1000,
+                    "rows_written": sum(
+                        int(r.summary.get("rows", 0)) for r in records if not r.changes_nothing
+                    ),
+                    "bytes_written": sum(int(r.summary.get("bytes", 0)) for r in records),
+                    "history_start": log.history_start(),
+                }
+            )
+        return pa.Table.from_pylist(rows, schema=STORES_SCHEMA)
 
     def history(self, name: str) -> pa.Table:
         """A store's commits, newest first, like Delta's ``DESCRIBE HISTORY``: ``version``,

@@ -55,6 +55,22 @@ def parse_duration_ms(text: str, option: str) -> int:
     )
 
 
+def format_duration_ms(ms: int) -> str:
+    """A duration as a person writes it and ``parse_duration_ms`` reads it back:
+    ``86400000`` -> ``"1 day"``, ``5400000`` -> ``"1h 30min"``, ``250`` -> ``"250 ms"``."""
+    if ms % 86_400_000 == 0 and ms:
+        days = ms // 86_400_000
+        return f"{days} day" if days == 1 else f"{days} days"
+    parts = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms >= size:
+            parts.append(f"{ms // size}{unit}")
+            ms %= size
+    if ms or not parts:
+        parts.append(f"{ms} ms" if not parts else f"{ms}ms")
+    return " ".join(parts)
+
+
 def parse_instant_ms(text: str, option: str) -> int:
     """Parse an instant: ISO-8601 with a zone (``2024-05-01T12:00:00Z``) or epoch milliseconds.
 

@@ -1,5 +1,6 @@
-"""A store's past as tables: ``readHistory`` (its commits, see ``Catalog.history``) and
-``readChangeFeed`` (what each commit changed, see ``catalog.change_feed``)."""
+"""A warehouse and a store's past as tables: ``list=stores`` (``Catalog.stores_table``),
+``readHistory`` (a store's commits, ``Catalog.history``) and ``readChangeFeed`` (what each
+commit changed, ``catalog.change_feed``)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from catalog.catalog import Catalog, StoreTable
+from catalog.catalog import STORES_SCHEMA, Catalog, StoreTable
 from catalog.change_feed import partition_changes, version_range
 from catalog.spec import StoreSpec
 from datasource.options import StoreOptions
 from stores.errors import InvalidOptionError
+from stores.types import from_arrow
 
 HISTORY_SCHEMA = StructType(
     [
@@ -29,6 +31,30 @@ HISTORY_SCHEMA = StructType(
         StructField("base", LongType()),
     ]
 )
+
+
+STORES_SPARK_SCHEMA = StructType.fromJson(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": f.name, "type": from_arrow(f.type), "nullable": True, "metadata": {}}
+            for f in STORES_SCHEMA
+        ],
+    }
+)
+
+
+class StoresReader(DataSourceReader):
+    """One partition: the warehouse's stores, read when the query runs."""
+
+    def __init__(self, root: str | None) -> None:
+        self.root = Catalog(root).root
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(0)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from Catalog(self.root).stores_table().to_batches()
 
 
 class HistoryReader(DataSourceReader):

@@ -47,6 +47,7 @@ OPTIONS = (
     "endingTimestamp",
     "maxRowsPerTrigger",
     "maxCommitsPerTrigger",
+    "list",
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
 #: Options that shape a store when a write creates it.
@@ -99,6 +100,7 @@ class StoreOptions:
     ending_timestamp_ms: int | None = None
     max_rows_per_trigger: int | None = None
     max_commits_per_trigger: int | None = None
+    list_what: str | None = None  # "stores": the warehouse's stores as a table
     timestamp_as_of_ms: int | None = None
     window_start_from_ms: int | None = None
     window_start_to_ms: int | None = None
@@ -133,13 +135,13 @@ class StoreOptions:
                 f"{path!r}; give the store name once"
             )
         name = store or path
-        if not name:
+        if not name and "list" not in given:
             raise InvalidOptionError(
                 "no store named: set option 'store' (.option('store', 'rates')) "
                 "or pass the name to load('rates') / save('rates')"
             )
         return cls(
-            store=check_store_name(name),
+            store=check_store_name(name) if name else "",
             root=given.get("root") or None,
             kind=given["kind"].strip().lower() if "kind" in given else None,
             num_partitions=_positive_int(given, "numPartitions"),
@@ -160,6 +162,7 @@ class StoreOptions:
             ending_timestamp_ms=_instant(given, "endingTimestamp"),
             max_rows_per_trigger=_positive_int(given, "maxRowsPerTrigger"),
             max_commits_per_trigger=_positive_int(given, "maxCommitsPerTrigger"),
+            list_what=_list_what(given),
             timestamp_as_of_ms=_instant(given, "timestampAsOf"),
             window_start_from_ms=_instant(given, "windowStartFrom"),
             window_start_to_ms=_instant(given, "windowStartTo"),
@@ -214,6 +217,18 @@ def _txn_app_id(given: dict[str, str], streaming: bool) -> str | None:
     if app_id is not None and not app_id.strip():
         raise InvalidOptionError("option 'txnAppId' is empty; accepted: a non-empty string")
     return app_id
+
+
+def _list_what(given: dict[str, str]) -> str | None:
+    if "list" not in given:
+        return None
+    what = given["list"].strip().lower()
+    if what != "stores":
+        raise InvalidOptionError(
+            f"option 'list' is {given['list']!r}; accepted: 'stores' (a store's commits: "
+            "option 'readHistory')"
+        )
+    return what
 
 
 def _version(given: dict[str, str]) -> int | None:

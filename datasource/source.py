@@ -49,6 +49,10 @@ class DefaultSource(DataSource):
         from datasource.spark_types import spark_schema
 
         options = self._options()
+        if options.list_what is not None:
+            from datasource.history import STORES_SPARK_SCHEMA
+
+            return STORES_SPARK_SCHEMA
         if options.read_history:
             from datasource.history import HISTORY_SCHEMA
 
@@ -61,6 +65,10 @@ class DefaultSource(DataSource):
         from datasource.reader import PushdownStateStoreReader, StateStoreReader
 
         options = self._options()
+        if options.list_what is not None:
+            from datasource.history import StoresReader
+
+            return StoresReader(options.root)
         if options.read_history:
             from datasource.history import HistoryReader
 

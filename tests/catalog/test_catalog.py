@@ -341,3 +341,23 @@ def test_drop_clears_what_a_failed_first_write_left_but_not_a_running_one(
     assert not Path(warehouse, "s").exists()
     with pytest.raises(StoreNotFoundError):
         catalog.drop("s")
+
+
+def test_the_stores_of_a_warehouse_read_as_a_table(catalog: Catalog) -> None:
+    rates = catalog.create_store("rates", "versioned", "string", "double", 2,
+                                 history_retention_ms=86_400_000)  # fmt: skip
+    rates.commit(rates.stage(pa.array(["EUR"]), pa.array([1.1]),
+                             {"timestamp": pa.array([5], pa.int64())}))  # fmt: skip
+    catalog.create_store("clicks", "window", "string", "long", window_size_ms=300_000,
+                         retention_ms=5_400_000)  # fmt: skip
+    table = catalog.stores_table().to_pylist()
+    assert [r["name"] for r in table] == ["clicks", "rates"]
+    clicks, rates_row = table
+    assert clicks["parameters"] == (  # as options, readable, segmentInterval defaulted
+        "headers=false, retainDuplicates=false, retention=1h 30min, segmentInterval=45min, "
+        "timestamped=false, windowSize=5min"
+    )
+    assert rates_row["kind"] == "versioned" and rates_row["value_type"] == "double"
+    assert rates_row["partitions"] == 2 and rates_row["commits"] == 2
+    assert rates_row["rows_written"] == 1 and rates_row["history_start"] == 1
+    assert rates_row["parameters"].startswith("historyRetention=1 day")

@@ -261,3 +261,13 @@ def test_the_change_feed_reads_through_spark(spark: Any, warehouse: str) -> None
     assert "_commit_timestamp" in feed.columns
     with pytest.raises(Exception, match="needs 'startingVersion' or 'startingTimestamp'"):
         read(spark, warehouse, "cdf", readChangeFeed="true").collect()
+
+
+def test_the_warehouse_lists_its_stores_in_sql(spark: Any, warehouse: str) -> None:
+    write(spark.createDataFrame([(1, 2)], "key bigint, value bigint"), warehouse, "one")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW stores USING state_store "
+              f"OPTIONS (root '{warehouse}', list 'stores')")  # fmt: skip
+    rows = spark.sql("SELECT name, kind, commits, rows_written FROM stores").collect()
+    assert [tuple(r) for r in rows] == [("one", "keyvalue", 1, 1)]
+    with pytest.raises(Exception, match="option 'list' is 'tables'; accepted: 'stores'"):
+        read(spark, warehouse, "", list="tables").collect()
