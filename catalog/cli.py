@@ -4,6 +4,8 @@
     state-store [--root URL] describe STORE
     state-store [--root URL] history STORE
     state-store [--root URL] compact STORE [--partition N ...]
+    state-store [--root URL] query STORE KEY [--as-of T] [--from T --to T]
+    state-store [--root URL] drop STORE --yes
     state-store [--root URL] vacuum [STORE ...] [--older-than "7 days"] [--dry-run]
                                     [--retain-history "30 days"]
 
@@ -21,7 +23,7 @@ from typing import Any
 
 from catalog.catalog import Catalog
 from catalog.durations import parse_duration_ms
-from stores.errors import StateStoreError
+from stores.errors import InvalidOptionError, StateStoreError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,6 +50,17 @@ def _parser() -> argparse.ArgumentParser:
     compact.add_argument(
         "--partition", type=int, action="append", dest="partitions", help="only this partition"
     )
+    query = commands.add_parser(
+        "query", help="a key's value (IQv2: latest, as of a time, or windows in a range)"
+    )
+    query.add_argument("store")
+    query.add_argument("key", help="the key, as text (binary keys: hex; struct keys: JSON)")
+    query.add_argument("--as-of", help="versioned stores: the value valid at this time")
+    query.add_argument("--from", dest="time_from", help="window stores: first window start")
+    query.add_argument("--to", dest="time_to", help="window stores: last window start")
+    drop = commands.add_parser("drop", help="delete a store and all its files")
+    drop.add_argument("store")
+    drop.add_argument("--yes", action="store_true", help="confirm: the store cannot be restored")
     vacuum = commands.add_parser(
         "vacuum", help="delete leftovers of failed writes older than a safety window"
     )
@@ -74,6 +87,95 @@ def history(catalog: Catalog, store: str) -> list[dict[str, Any]]:
     return rows
 
 
+def query_key(
+    catalog: Catalog,
+    store: str,
+    text: str,
+    as_of: str | None = None,
+    time_from: str | None = None,
+    time_to: str | None = None,
+) -> Any:
+    """One key's answer from the store's partitions (Kafka's IQv2), as plain JSON values."""
+    from catalog.durations import parse_instant_ms
+    from catalog.interactive import StateQueryRequest
+    from stores.query import (
+        KeyQuery,
+        TimestampedKeyQuery,
+        VersionedKeyQuery,
+        WindowKeyQuery,
+        WindowRangeQuery,
+    )
+
+    table = catalog.load(store)
+    spec = table.spec
+    key = _typed_key(spec.key_type, text)
+    query: Any
+    if spec.kind == "keyvalue":
+        query = KeyQuery.with_key(key)
+    elif spec.kind == "timestamped":
+        query = TimestampedKeyQuery.with_key(key)
+    elif spec.kind == "versioned":
+        query = VersionedKeyQuery.with_key(key)
+        if as_of is not None:
+            query = query.as_of(parse_instant_ms(as_of, "--as-of"))
+    elif spec.kind == "window":
+        low = 0 if time_from is None else parse_instant_ms(time_from, "--from")
+        high = 2**63 - 1 if time_to is None else parse_instant_ms(time_to, "--to")
+        query = WindowKeyQuery.with_key_and_window_start_range(key, low, high)
+    else:
+        query = WindowRangeQuery.with_key(key)
+    result = catalog.query(StateQueryRequest.in_store(store).with_query(query))
+    answers = list(result.get_partition_results().values())
+    failed = [a for a in answers if not a.is_success()]
+    if failed:
+        raise InvalidOptionError(
+            f"query {type(query).__name__} on {store!r} failed: {failed[0].get_failure_message()}"
+        )
+    found = [a.get_result() for a in answers if a.get_result() is not None]
+    plain = [_plain(r) for r in found]
+    if spec.kind in ("window", "session"):  # every partition's entries of the key
+        value: Any = [entry for entries in plain for entry in entries]
+    else:  # the key's one partition answers; missing keys answer null
+        value = plain[0] if plain else None
+    return {"store": store, "key": _plain(key), "result": value}
+
+
+def _typed_key(key_type: Any, text: str) -> Any:
+    if key_type in ("long", "integer", "short", "byte"):
+        return int(text)
+    if key_type in ("double", "float"):
+        return float(text)
+    if key_type == "boolean":
+        return text.strip().lower() == "true"
+    if key_type == "binary":
+        return bytes.fromhex(text)
+    if isinstance(key_type, dict):
+        return json.loads(text)
+    return text
+
+
+def _plain(value: Any) -> Any:
+    """A typed answer as JSON values: records as objects, bytes as hex, iterators as lists."""
+    import dataclasses
+    import datetime as dt
+
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if hasattr(value, "_asdict"):  # KeyValue
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)) or hasattr(value, "__iter__"):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
 def _run(args: argparse.Namespace) -> Any:
     catalog = Catalog(args.root, single_writer=args.single_writer)
     if args.command == "list":
@@ -82,6 +184,15 @@ def _run(args: argparse.Namespace) -> Any:
         return catalog.describe(args.store)
     if args.command == "history":
         return history(catalog, args.store)
+    if args.command == "query":
+        return query_key(catalog, args.store, args.key, args.as_of, args.time_from, args.time_to)
+    if args.command == "drop":
+        if not args.yes:
+            raise InvalidOptionError(
+                f"dropping store {args.store!r} deletes all its files; add --yes to confirm"
+            )
+        catalog.drop(args.store)
+        return {"store": args.store, "dropped": True}
     if args.command == "compact":
         record = catalog.compact(
             args.store,

@@ -354,3 +354,33 @@ def test_creating_an_existing_store_is_refused_and_changes_nothing(catalog: Cata
         catalog.create_store("kv", "keyvalue", "string", "long")
     log = CommitLog(catalog.storage, "kv")
     assert log.first().store_id == table.spec.store_id and log.latest_id() == 3
+
+
+def test_the_command_line_queries_keys_and_drops_with_confirmation(
+    catalog: Catalog, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from catalog.cli import main
+
+    rates = catalog.create_store("rates", "versioned", "string", "double", 2,
+                                 history_retention_ms=86_400_000)  # fmt: skip
+    rates.commit(rates.stage(pa.array(["EUR", "EUR"]), pa.array([1.1, 1.2]),
+                             {"timestamp": pa.array([1000, 2000], pa.int64())}))  # fmt: skip
+    clicks = catalog.create_store("clicks", "window", "string", "long", window_size_ms=60_000,
+                                  retention_ms=86_400_000)  # fmt: skip
+    clicks.commit(clicks.stage(pa.array(["home", "home"]), pa.array([3, 5]),
+                               {"window_start": pa.array([0, 60_000], pa.int64())}))  # fmt: skip
+
+    def run(*argv: str) -> tuple[int, object]:
+        code = main(["--root", catalog.root, "--json", *argv])
+        out = capsys.readouterr().out
+        return code, json.loads(out) if out else None
+
+    assert run("query", "rates", "EUR")[1] == {
+        "store": "rates", "key": "EUR", "result": {"value": 1.2, "timestamp": 2000, "valid_to": None}
+    }  # fmt: skip
+    assert run("query", "rates", "EUR", "--as-of", "1970-01-01T00:00:01.5Z")[1]["result"]["value"] == 1.1  # type: ignore[index]
+    assert run("query", "rates", "GBP")[1]["result"] is None  # type: ignore[index]
+    assert run("query", "clicks", "home", "--to", "0")[1]["result"] == [{"key": 0, "value": 3}]  # type: ignore[index]
+    assert run("drop", "clicks") == (1, None)  # asks for --yes
+    assert run("drop", "clicks", "--yes")[0] == 0
+    assert catalog.list() == ["rates"]
