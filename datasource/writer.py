@@ -151,7 +151,26 @@ class StateStoreWriter(DataSourceArrowWriter):
                 )
         layout = table.layout
         long_times: dict[str, bool] = {}
-        for time in layout.write_times:
+        intervals = spec.kind == "versioned" and "valid_from" in columns
+        if intervals:
+            # The store's own read schema (or an SCD2 dimension): valid_from is the record
+            # time; a valid_to that no later row of the key starts at ends it with a tombstone.
+            if "timestamp" in columns:
+                raise InvalidOptionError(
+                    "the DataFrame has both 'timestamp' and 'valid_from'; a versioned store takes "
+                    "one record time per row: 'timestamp', or 'valid_from' (and 'valid_to')",
+                    code="UNEXPECTED_COLUMN",
+                )
+            for name in ("valid_from", "valid_to"):
+                if name in columns:
+                    long_times[name] = _time_type(name, columns[name])
+        elif spec.kind == "versioned" and "valid_to" in columns:
+            raise InvalidOptionError(
+                "the DataFrame has 'valid_to' but no 'valid_from'; a history-shaped write "
+                "takes key, value, valid_from and (optionally) valid_to",
+                code="MISSING_COLUMN",
+            )
+        for time in () if intervals else layout.write_times:
             if time.name not in columns:
                 nulls = " (null for an unknown timestamp)" if time.unknown_if_null else ""
                 raise InvalidOptionError(
@@ -248,6 +267,9 @@ class StateStoreWriter(DataSourceArrowWriter):
         self, table: StoreTable, batches: list[pa.RecordBatch], task_id: str, sequence: int
     ) -> list[ChangelogFile]:
         data = pa.Table.from_batches(batches)
+        if "valid_from" in self.long_times:
+            keys, values, stamps = self._intervals(table, data)
+            return table.stage(keys, values, {"timestamp": stamps}, task_id, sequence)
         layout = table.layout
         columns: dict[str, pa.Array] = {}
         for time in layout.write_times:
@@ -265,6 +287,74 @@ class StateStoreWriter(DataSourceArrowWriter):
             columns,
             task_id,
             sequence,
+        )
+
+    def _intervals(self, table: StoreTable, data: pa.Table) -> tuple[pa.Array, pa.Array, pa.Array]:
+        """A history-shaped write as versioned records: each row puts its value at
+        ``valid_from``; a non-null ``valid_to`` writes a tombstone there, which a row of the
+        same key starting at that time replaces (at one time, deletes apply before puts).
+
+        Raises:
+            InvalidOptionError: a ``valid_to`` not after its ``valid_from``, or two intervals
+                of one key that overlap (INVALID_INTERVAL, naming the key and both).
+        """
+        keys = data.column("key").combine_chunks()
+        values = data.column("value").combine_chunks()
+        starts = self._millis(data, "valid_from")
+        if "valid_to" in self.long_times:
+            ends = self._millis(data, "valid_to")
+        else:
+            ends = pa.nulls(len(starts), pa.int64())
+        bad = pc.fill_null(pc.less_equal(ends, starts), False)
+        if pc.any(bad).as_py():
+            i = pc.index(bad, True).as_py()
+            raise InvalidOptionError(
+                f"key {keys[i].as_py()!r} has valid_to {ends[i].as_py()} not after its "
+                f"valid_from {starts[i].as_py()} (epoch ms); an interval ends after it starts",
+                code="INVALID_INTERVAL",
+            )
+        self._check_overlaps(table, keys, starts, ends)
+        closed = pc.is_valid(ends)
+        ended = keys.filter(closed)
+        return (
+            pa.concat_arrays([keys, ended]),
+            pa.concat_arrays([values, pa.nulls(len(ended), values.type)]),
+            pa.concat_arrays([starts, ends.filter(closed)]),
+        )
+
+    def _check_overlaps(
+        self, table: StoreTable, keys: pa.Array, starts: pa.Array, ends: pa.Array
+    ) -> None:
+        n = len(keys)
+        if n < 2 or starts.null_count:
+            return  # a null valid_from is refused by stage, with its own message
+        from stores.serdes import serde_for
+
+        raw = serde_for(table.spec.key_type, column="key").encode(keys)
+        order = pc.sort_indices(
+            pa.table({"k": raw, "s": starts}), sort_keys=[("k", "ascending"), ("s", "ascending")]
+        )
+        k, s, e = raw.take(order), starts.take(order), ends.take(order)
+        same = pc.equal(k.slice(1), k.slice(0, n - 1))
+        before_end = e.slice(0, n - 1)
+        overlaps = pc.and_(
+            same, pc.or_(pc.is_null(before_end), pc.greater(before_end, s.slice(1)))
+        )
+        overlaps = pc.fill_null(overlaps, False)
+        if not pc.any(overlaps).as_py():
+            return
+        i = pc.index(overlaps, True).as_py()
+        first, second = order[i].as_py(), order[i + 1].as_py()
+
+        def shown(row: int) -> str:
+            end = ends[row].as_py()
+            return f"[{starts[row].as_py()}, {'open' if end is None else end})"
+
+        raise InvalidOptionError(
+            f"key {keys[first].as_py()!r} has overlapping intervals {shown(first)} and "
+            f"{shown(second)} (epoch ms) in one write; each instant has one value: end the "
+            "first where the second starts",
+            code="INVALID_INTERVAL",
         )
 
     def _check_window_end(self, data: pa.Table, starts: pa.Array) -> None:

@@ -271,3 +271,13 @@ def test_the_warehouse_lists_its_stores_in_sql(spark: Any, warehouse: str) -> No
     assert [tuple(r) for r in rows] == [("one", "keyvalue", 1, 1)]
     with pytest.raises(Exception, match="option 'list' is 'tables'; accepted: 'stores'"):
         read(spark, warehouse, "", list="tables").collect()
+
+
+def test_a_versioned_store_takes_its_own_read_schema_back(spark: Any, rates: str) -> None:
+    as_of = read(spark, rates, "rates", asOfTimestamp="2024-05-01T10:30:00Z")  # valid_to set
+    write(as_of, rates, "rates_then", kind="versioned", historyRetention="30 days")
+    again = as_dicts(read(spark, rates, "rates_then", asOfTimestamp="2024-05-01T10:30:00Z"))
+    assert [(r["key"], r["value"]) for r in again] == [(r["key"], r["value"]) for r in as_dicts(as_of)]
+    latest = [(r["key"], r["value"]) for r in as_dicts(read(spark, rates, "rates_then"))]
+    # EUR's version as of 10:30 ended at 11:00: its valid_to wrote a tombstone there.
+    assert latest == [("GBP", 1.27), ("JPY", 0.0064)]
