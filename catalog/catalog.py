@@ -11,6 +11,7 @@ Layout under the root (an fsspec URL)::
 from __future__ import annotations
 
 import builtins
+import datetime as dt
 import difflib
 import os
 import uuid
@@ -224,9 +225,28 @@ class Catalog:
         return query(self, request)
 
     def describe(self, name: str) -> dict[str, Any]:
-        """The spec of a store plus its latest commit id."""
+        """A store's spec in readable units (parameters under their option names, durations
+        as ``'1h 30min'``, times in ISO-8601) plus its latest and oldest readable commits."""
+        from catalog.durations import format_duration_ms
+        from catalog.kinds import OPTION_NAMES
+
         table = self.load(name)
-        return {**table.spec.describe(), "latest_commit": table.log.latest_id()}
+        raw = table.spec.describe()
+        shown: dict[str, Any] = {}
+        for field, value in raw.items():
+            if field == "created_ms":
+                shown["created"] = dt.datetime.fromtimestamp(value / 1000, dt.timezone.utc).isoformat()
+            elif field in table.spec.params and field.endswith("_ms") and value is not None:
+                shown[OPTION_NAMES.get(field, field)] = format_duration_ms(int(value))
+            elif field in table.spec.params:
+                shown[OPTION_NAMES.get(field, field)] = value
+            else:
+                shown[field] = value
+        return {
+            **shown,
+            "latest_commit": table.log.latest_id(),
+            "history_start": table.log.history_start(),
+        }
 
     def stores_table(self) -> pa.Table:
         """Every store as a row: ``name, kind, key_type, value_type, partitions, parameters``
@@ -756,10 +776,15 @@ class StoreTable:
 
         return typed
 
-    def to_arrow(self, as_of: int | None = None, scan: Scan | None = None) -> pa.Table:
-        """The whole store at its latest commit (``as_of`` an instant, for versioned stores;
-        ``scan`` for a window start range), read in this process."""
-        scan = scan or Scan(as_of=as_of)
+    def to_arrow(
+        self, as_of: int | dt.datetime | str | None = None, scan: Scan | None = None
+    ) -> pa.Table:
+        """The whole store at its latest commit (``as_of`` an instant, for versioned stores:
+        epoch ms, an aware datetime or an ISO-8601 string with a zone; ``scan`` for a window
+        start range), read in this process."""
+        from stores.query._checks import millis
+
+        scan = scan or Scan(as_of=None if as_of is None else millis(as_of, "as_of"))
         self.check_scan(scan)
         snapshot = self.log.latest_id()
         batches = [

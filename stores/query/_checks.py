@@ -18,17 +18,27 @@ def not_none(value: Any, message: str) -> Any:
 
 
 def millis(value: Any, name: str) -> int:
-    """Epoch ms from an int or an aware datetime (Kafka takes an ``Instant``)."""
+    """Epoch ms from an int, an aware datetime (Kafka takes an ``Instant``) or an ISO-8601
+    string with a zone (``"2024-05-01T10:30:00Z"``)."""
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidOptionError(
+                f"{name} is {value!r}, not an ISO-8601 time; give e.g. '2024-05-01T10:30:00Z'"
+            ) from None
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             raise InvalidOptionError(
-                f"{name} is a naive datetime; give epoch ms or a timezone-aware datetime"
+                f"{name} is a naive datetime (or an ISO time without a zone); give epoch ms or "
+                "a timezone-aware time"
             )
         delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
         return delta // dt.timedelta(milliseconds=1)
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise InvalidOptionError(
-            f"{name} must be epoch ms (int) or an aware datetime, got {type(value).__name__}"
+            f"{name} must be epoch ms (int), an aware datetime or an ISO-8601 string with a "
+            f"zone, got {type(value).__name__}"
         )
     number = operator.index(value)
     if not MIN_LONG <= number <= MAX_LONG:

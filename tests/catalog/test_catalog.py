@@ -32,8 +32,8 @@ def test_create_list_describe_drop(catalog: Catalog) -> None:
     assert catalog.list() == ["fx", "orders"]
     described = catalog.describe("fx")
     assert described["kind"] == "versioned" and described["value_type"] == "double"
-    assert described["history_retention_ms"] == 60_000 and described["latest_commit"] == 1  # commit 1 creates it
-    assert described["segment_interval_ms"] > 0
+    assert described["historyRetention"] == "1min" and described["latest_commit"] == 1  # commit 1 creates it
+    assert described["segmentInterval"] == "20s" and described["created"].endswith("+00:00")
     with pytest.raises(StoreAlreadyExistsError):
         catalog.create_store("fx", "keyvalue", "string", "long")
     catalog.drop("orders")
@@ -361,3 +361,19 @@ def test_the_stores_of_a_warehouse_read_as_a_table(catalog: Catalog) -> None:
     assert rates_row["partitions"] == 2 and rates_row["commits"] == 2
     assert rates_row["rows_written"] == 1 and rates_row["history_start"] == 1
     assert rates_row["parameters"].startswith("historyRetention=1 day")
+
+
+def test_times_in_the_python_api_take_datetimes_and_iso_strings(catalog: Catalog) -> None:
+    import datetime as dt
+
+    from stores import VersionedKeyQuery
+
+    table = catalog.create_store("fx", "versioned", "string", "double", history_retention_ms=86_400_000)
+    table.commit(table.stage(pa.array(["EUR", "EUR"]), pa.array([1.1, 1.2]),
+                             {"timestamp": pa.array([1_000, 2_000], pa.int64())}))  # fmt: skip
+    at = dt.datetime(1970, 1, 1, 0, 0, 1, 500_000, tzinfo=dt.timezone.utc)
+    for as_of in (1_500, at, "1970-01-01T00:00:01.5Z"):
+        assert rows(table.to_arrow(as_of=as_of))[0]["value"] == 1.1
+    assert VersionedKeyQuery.with_key("EUR").as_of("1970-01-01T00:00:01.5+00:00").as_of_timestamp() == 1_500
+    with pytest.raises(InvalidOptionError, match="naive datetime"):
+        table.to_arrow(as_of="1970-01-01T00:00:01")
