@@ -692,6 +692,28 @@ class StoreTable:
                 f"option 'asOfTimestamp' applies to versioned stores only; store "
                 f"{self.spec.name!r} is a {self.spec.kind} store"
             )
+        if scan.all_versions:
+            if not self.kind.supports_as_of:
+                raise InvalidOptionError(
+                    f"option 'versions' = 'all' applies to versioned stores only; store "
+                    f"{self.spec.name!r} is a {self.spec.kind} store"
+                )
+            if scan.as_of is not None:
+                raise InvalidOptionError(
+                    "options 'versions' = 'all' and 'asOfTimestamp' do not combine: the "
+                    "history filtered to one instant is the as-of read; bound the history with "
+                    "'fromTimestamp' / 'toTimestamp'"
+                )
+            if (
+                scan.time_from is not None
+                and scan.time_to is not None
+                and scan.time_from > scan.time_to
+            ):
+                raise InvalidOptionError(
+                    f"option 'fromTimestamp' ({scan.time_from} ms) is after option "
+                    f"'toTimestamp' ({scan.time_to} ms)"
+                )
+            return
         if (scan.time_from is not None or scan.time_to is not None) and not (
             self.kind.supports_time_range
         ):
@@ -777,14 +799,23 @@ class StoreTable:
         return typed
 
     def to_arrow(
-        self, as_of: int | dt.datetime | str | None = None, scan: Scan | None = None
+        self,
+        as_of: int | dt.datetime | str | None = None,
+        scan: Scan | None = None,
+        *,
+        versions: str = "latest",
     ) -> pa.Table:
         """The whole store at its latest commit (``as_of`` an instant, for versioned stores:
         epoch ms, an aware datetime or an ISO-8601 string with a zone; ``scan`` for a window
         start range), read in this process."""
         from stores.query._checks import millis
 
-        scan = scan or Scan(as_of=None if as_of is None else millis(as_of, "as_of"))
+        if versions not in ("latest", "all"):
+            raise InvalidOptionError(f"versions is {versions!r}; accepted: 'latest' or 'all'")
+        scan = scan or Scan(
+            as_of=None if as_of is None else millis(as_of, "as_of"),
+            all_versions=versions == "all",
+        )
         self.check_scan(scan)
         snapshot = self.log.latest_id()
         batches = [

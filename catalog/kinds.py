@@ -106,10 +106,18 @@ class Scan:
     as_of: int | None = None
     time_from: int | None = None
     time_to: int | None = None
+    #: Versioned stores: every version held (``time_from``/``time_to`` then bound the record
+    #: time, KIP-968's way), instead of one per key.
+    all_versions: bool = False
 
     @property
     def is_full(self) -> bool:
-        return self.as_of is None and self.time_from is None and self.time_to is None
+        return (
+            self.as_of is None
+            and self.time_from is None
+            and self.time_to is None
+            and not self.all_versions
+        )
 
 
 @dataclass(frozen=True)
@@ -382,6 +390,9 @@ def _versioned_apply(store: Any, table: pa.Table, params: dict[str, Any]) -> Non
 
 def _versioned_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
     schema = _versioned_layout(params).raw_schema()
+    if scan.all_versions:
+        yield from _batches(store.scan_versions(scan.time_from, scan.time_to), schema)
+        return
     if scan.as_of is not None:
         yield from _batches(store.scan_as_of(scan.as_of), schema)
         return

@@ -48,6 +48,9 @@ OPTIONS = (
     "maxRowsPerTrigger",
     "maxCommitsPerTrigger",
     "list",
+    "versions",
+    "fromTimestamp",
+    "toTimestamp",
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
 #: Options that shape a store when a write creates it.
@@ -101,6 +104,9 @@ class StoreOptions:
     max_rows_per_trigger: int | None = None
     max_commits_per_trigger: int | None = None
     list_what: str | None = None  # "stores": the warehouse's stores as a table
+    all_versions: bool = False
+    from_timestamp_ms: int | None = None
+    to_timestamp_ms: int | None = None
     timestamp_as_of_ms: int | None = None
     window_start_from_ms: int | None = None
     window_start_to_ms: int | None = None
@@ -163,6 +169,9 @@ class StoreOptions:
             max_rows_per_trigger=_positive_int(given, "maxRowsPerTrigger"),
             max_commits_per_trigger=_positive_int(given, "maxCommitsPerTrigger"),
             list_what=_list_what(given),
+            all_versions=_versions(given),
+            from_timestamp_ms=_instant(given, "fromTimestamp"),
+            to_timestamp_ms=_instant(given, "toTimestamp"),
             timestamp_as_of_ms=_instant(given, "timestampAsOf"),
             window_start_from_ms=_instant(given, "windowStartFrom"),
             window_start_to_ms=_instant(given, "windowStartTo"),
@@ -196,6 +205,13 @@ class StoreOptions:
                 f"option 'windowStartFrom' ({low} ms) is after option 'windowStartTo' "
                 f"({high} ms); give a range with from <= to"
             )
+        if self.all_versions:
+            return Scan(
+                as_of=self.as_of_ms,
+                time_from=self.from_timestamp_ms,
+                time_to=self.to_timestamp_ms,
+                all_versions=True,
+            )
         return Scan(as_of=self.as_of_ms, time_from=low, time_to=high)
 
 
@@ -217,6 +233,23 @@ def _txn_app_id(given: dict[str, str], streaming: bool) -> str | None:
     if app_id is not None and not app_id.strip():
         raise InvalidOptionError("option 'txnAppId' is empty; accepted: a non-empty string")
     return app_id
+
+
+def _versions(given: dict[str, str]) -> bool:
+    value = given.get("versions", "latest").strip().lower()
+    if value not in ("latest", "all"):
+        close = difflib.get_close_matches(value, ["latest", "all"], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise InvalidOptionError(
+            f"option 'versions' is {given['versions']!r}{hint} Accepted: 'latest' (one row per "
+            "key, the default) or 'all' (every version, versioned stores)"
+        )
+    if value == "latest" and ("fromTimestamp" in given or "toTimestamp" in given):
+        raise InvalidOptionError(
+            "options 'fromTimestamp' / 'toTimestamp' bound a history read: add "
+            "option 'versions' = 'all' (for one instant, use 'asOfTimestamp')"
+        )
+    return value == "all"
 
 
 def _list_what(given: dict[str, str]) -> str | None:

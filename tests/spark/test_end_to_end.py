@@ -281,3 +281,20 @@ def test_a_versioned_store_takes_its_own_read_schema_back(spark: Any, rates: str
     latest = [(r["key"], r["value"]) for r in as_dicts(read(spark, rates, "rates_then"))]
     # EUR's version as of 10:30 ended at 11:00: its valid_to wrote a tombstone there.
     assert latest == [("GBP", 1.27), ("JPY", 0.0064)]
+
+
+def test_a_versioned_store_s_whole_history_reads_in_sql(spark: Any, rates: str) -> None:
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW rate_history USING state_store "
+              f"OPTIONS (root '{rates}', store 'rates', versions 'all')")  # fmt: skip
+    eur = spark.sql("SELECT value, valid_from, valid_to FROM rate_history WHERE key = 'EUR' "
+                    "ORDER BY valid_from").collect()  # fmt: skip
+    assert [(r["value"], aware(r["valid_from"]), aware(r["valid_to"])) for r in eur] == [
+        (1.10, ts(9), ts(10)), (1.12, ts(10), ts(11)), (1.08, ts(11), None)
+    ]
+    week = read(spark, rates, "rates", versions="all", fromTimestamp="2024-05-01T10:20:00Z",
+                toTimestamp="2024-05-01T10:40:00Z")  # fmt: skip
+    assert sorted((r["key"], r["value"]) for r in week.collect()) == [
+        ("EUR", 1.12), ("GBP", 1.25), ("GBP", 1.27), ("JPY", 0.0064)
+    ]
+    with pytest.raises(Exception, match="option 'versions' is 'al'; did you mean 'all'"):
+        read(spark, rates, "rates", versions="al").collect()
