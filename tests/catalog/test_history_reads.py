@@ -4,6 +4,7 @@ validity interval, KIP-968's time bounds, and the as-of read as a filter of it."
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 from typing import Any
 
 import pyarrow as pa
@@ -63,7 +64,7 @@ def test_time_bounds_keep_the_versions_valid_at_some_instant_in_the_range(prices
     for key, _, vf, vt in history:
         by_key.setdefault(key, []).append((vf, vt))
     for intervals in by_key.values():
-        for (_, end), (start, _) in zip(intervals, intervals[1:]):
+        for (_, end), (start, _) in pairwise(intervals):
             assert end is not None and end <= start
 
 
