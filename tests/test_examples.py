@@ -35,6 +35,12 @@ def test_example_runs(script: Path, tmp_path: Path, spark_env: dict[str, str]) -
         assert "bob | 1970-01-01 00:00:00 | 2" in later and "cy | 1970-01-01 00:01:00 | 1" in later
         assert "2 | insert | cy | 1970-01-01 00:01:00 | 1" in feed
         assert "2 | delete | bob | 1970-01-01 00:00:00 | 1" in feed
+    if script.name == "scd2.py":
+        history, priced = result.stdout.split("Orders priced as of their time:")
+        assert "chair   45.00  from 2024-05-03  (current)" in history
+        assert "lamp    18.00  from 2024-05-02  to 2024-05-06" in history
+        assert "o1 chair  40.0" in priced and "o2 chair  45.0" in priced
+        assert "o4 lamp   18.0" in priced and "o5 lamp   no price" in priced
     if script.name == "stores_tour.py":
         out = result.stdout
         assert "[0, 5) min: count=3" in out and "[5, 10) min: count=5" in out
