@@ -26,6 +26,7 @@ from catalog.spec import StoreSpec
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
 from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
+from stores.serdes import serde_for
 from stores.types import all_nullable, describe, same_type
 
 #: Rows buffered per task before they are staged as changelog files.
@@ -49,6 +50,55 @@ def _time_type(name: str, data_type: DataType) -> bool:
             code="COLUMN_TYPE_MISMATCH",
         )
     return isinstance(data_type, LongType)
+
+
+def _check_intervals_across_tasks(table: StoreTable, files: list[ChangelogFile]) -> None:
+    """A history-shaped write's intervals of one key may sit in several tasks, which checked
+    only their own: read the staged records back and refuse overlaps before the commit.
+
+    Each interval was staged as a put at ``valid_from`` and, if closed, a tombstone at
+    ``valid_to``. In time order (tombstones first at one time), a put that arrives while an
+    interval of its key is still open overlaps it.
+
+    Raises:
+        InvalidOptionError: INVALID_INTERVAL, naming the key and both start times.
+    """
+    from catalog.changelog import read_changelog
+
+    staged = [read_changelog(table.catalog.storage, table.spec.name, ref) for ref in files]
+    if not staged:
+        return
+    events = pa.concat_tables(staged)
+    puts = pc.is_valid(events.column("value"))
+    order = pc.sort_indices(
+        events.select(["key", "timestamp"]).append_column("put", puts),
+        sort_keys=[("key", "ascending"), ("timestamp", "ascending"), ("put", "ascending")],
+    )
+    keys = events.column("key").take(order).combine_chunks()
+    stamps = events.column("timestamp").take(order).to_numpy()
+    is_put = puts.take(order).to_numpy(zero_copy_only=False).astype(np.int64)
+    n = len(keys)
+    starts = np.ones(n, dtype=bool)
+    if n > 1:
+        starts[1:] = pc.not_equal(keys.slice(1), keys.slice(0, n - 1)).to_numpy(
+            zero_copy_only=False
+        )
+    balance = np.cumsum(np.where(is_put == 1, 1, -1))  # open intervals after each event
+    group_base = np.maximum.accumulate(np.where(starts, np.arange(n), 0))
+    before = balance - np.where(is_put == 1, 1, -1)  # open intervals before each event
+    open_before = before - np.where(group_base > 0, balance[group_base - 1], 0)
+    clash = np.flatnonzero((is_put == 1) & (open_before > 0))
+    if not len(clash):
+        return
+    i = int(clash[0])
+    earlier = int(np.flatnonzero(is_put[: i] == 1)[-1])
+    key = serde_for(table.spec.key_type, column="key").decode(keys.slice(i, 1))[0].as_py()
+    raise InvalidOptionError(
+        f"key {key!r} has overlapping intervals starting at {stamps[earlier]} and {stamps[i]} "
+        "(epoch ms) in one write (rows of different tasks); each instant has one value: end "
+        "the first where the second starts",
+        code="INVALID_INTERVAL",
+    )
 
 
 @dataclass(frozen=True)
@@ -328,8 +378,6 @@ class StateStoreWriter(DataSourceArrowWriter):
         n = len(keys)
         if n < 2 or starts.null_count:
             return  # a null valid_from is refused by stage, with its own message
-        from stores.serdes import serde_for
-
         raw = serde_for(table.spec.key_type, column="key").encode(keys)
         order = pc.sort_indices(
             pa.table({"k": raw, "s": starts}), sort_keys=[("k", "ascending"), ("s", "ascending")]
@@ -373,6 +421,8 @@ class StateStoreWriter(DataSourceArrowWriter):
         catalog = self._catalog()
         table = StoreTable(catalog, self.spec) if self.creates else self._still_there(catalog)
         try:
+            if "valid_from" in self.long_times and len(messages) > 1:
+                _check_intervals_across_tasks(table, files)
             table.commit(
                 files,
                 overwrite=self.overwrite,

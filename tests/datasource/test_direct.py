@@ -256,3 +256,14 @@ def test_overlapping_or_inverted_intervals_are_refused_and_nothing_is_written(wa
         writer.write(iter([history([("EUR", 1.1, 100, 100)])]))
     assert not Catalog(warehouse).list()
     assert not list(Path(warehouse).rglob("*.arrow"))
+
+
+def test_intervals_of_one_key_overlapping_across_tasks_are_refused_at_commit(warehouse: str) -> None:
+    writer = StateStoreWriter.plan(options(warehouse, **VERSIONED), HISTORY, overwrite=False)
+    first = writer.write(iter([history([("EUR", 1.1, 100, 300), ("GBP", 1.5, 100, None)])]))
+    second = writer.write(iter([history([("EUR", 1.2, 200, None), ("GBP", 1.6, 50, 100)])]))
+    with pytest.raises(InvalidOptionError, match=r"\[INVALID_INTERVAL\] key 'EUR' has overlapping "
+                       r"intervals starting at 100 and 200 .*different tasks"):  # fmt: skip
+        writer.commit([first, second])
+    assert not Catalog(warehouse).list()  # nothing committed, the staged files are gone
+    assert not list(Path(warehouse).rglob("*.arrow"))
