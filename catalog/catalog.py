@@ -740,6 +740,10 @@ class StoreTable:
             yield from cache.read_latest(
                 snapshot, self._typed_scan(scan), self.arrow_schema(), self._columnar()
             )
+        elif scan == Scan(all_versions=True):  # the whole history: kept like the latest state
+            yield from cache.read_latest(
+                snapshot, self._typed_scan(scan), self.arrow_schema(), variant=".all"
+            )
         else:
             yield from cache.read(snapshot, self._typed_scan(scan), self.arrow_schema())
 

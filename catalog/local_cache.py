@@ -308,8 +308,8 @@ class PartitionCache:
             for batch in scan(store):
                 writer.write_batch(batch)
 
-    def _scan_file(self, target: int) -> str:
-        return os.path.join(self.path + ".scans", f"{target:020d}.arrow")
+    def _scan_file(self, target: int, variant: str = "") -> str:
+        return os.path.join(self.path + ".scans", f"{target:020d}{variant}.arrow")
 
     def read_latest(
         self,
@@ -317,6 +317,7 @@ class PartitionCache:
         scan: Callable[[Any], Iterator[pa.RecordBatch]],
         schema: pa.Schema,
         columnar: Columnar | None = None,
+        variant: str = "",
     ) -> Iterator[pa.RecordBatch]:
         """The batches ``scan(store)`` yields at commit ``target``, kept as a columnar file.
 
@@ -327,12 +328,13 @@ class PartitionCache:
         (under the exclusive lock, so no reader has them open in a way that matters: a mapped
         file outlives its unlink).
 
-        With ``columnar``, the state is first computed from the newest snapshot and the
-        changelog files after it, with Arrow alone (``columnar(runs, commits)``; see
+        ``variant`` names another whole-store scan kept the same way (a versioned store's
+        history: ``".all"``). With ``columnar``, the state is first computed from the newest
+        snapshot and the changelog files after it, with Arrow alone (``columnar(runs, commits)``; see
         ``StoreKind.latest_columns``): no RocksDB is built for a scan. RocksDB is built only
         when ``columnar`` declines, or for lookups (``open_at``).
         """
-        path = self._scan_file(target)
+        path = self._scan_file(target, variant)
         kept = _open_verified(path)
         if kept is not None:
             with kept:
