@@ -93,3 +93,19 @@ def test_history_options_are_checked(catalog: Catalog, prices: StoreTable) -> No
         prices.check_scan(Scan(time_from=9, time_to=1, all_versions=True))
     with pytest.raises(InvalidOptionError, match="accepted: 'latest' or 'all'"):
         prices.to_arrow(versions="every")
+
+
+def test_the_history_as_known_after_an_earlier_commit(catalog: Catalog) -> None:
+    from catalog.kinds import Scan
+
+    table = catalog.create_store("h", "versioned", "string", "long", history_retention_ms=DAY)
+    table.commit(table.stage(pa.array(["k"]), pa.array([1]), {"timestamp": pa.array([10], pa.int64())}))
+    table.commit(table.stage(pa.array(["k"]), pa.array([2]), {"timestamp": pa.array([5], pa.int64())}))
+
+    def known_after(commit_id: int) -> list[tuple[int, int | None, int | None]]:
+        batches = list(table.read_partition(0, commit_id, Scan(all_versions=True)))
+        rows = pa.Table.from_batches(batches, schema=table.arrow_schema()).to_pylist()
+        return sorted((r["value"], _ms(r["valid_from"]), _ms(r["valid_to"])) for r in rows)
+
+    assert known_after(2) == [(1, 10, None)]
+    assert known_after(3) == [(1, 10, None), (2, 5, 10)]  # a late record filled in the past
