@@ -58,9 +58,27 @@ _log = logging.getLogger(__name__)
 
 
 def tail_files(log: CommitLog, partition: int, target: int) -> int:
-    """How many changelog files a fresh cache of ``partition`` replays to reach ``target``."""
-    plan = log.restore_plan(0, target, partition)
-    return sum(len(r.files_for(partition)) for r in plan.records)
+    """How many changelog files a fresh cache of ``partition`` replays to reach ``target``.
+
+    Records are read from ``target`` backwards, only down to the newest snapshot of the
+    partition (or overwrite): every commit asks this, and must not read the whole log.
+    """
+    count = 0
+    floor = 0  # commits at or below it are covered by a snapshot met on the way down
+    for commit_id in range(target, 0, -1):
+        if commit_id <= floor:
+            break
+        record = log.read(commit_id)
+        if record.compaction:
+            if record.base is not None and record.files_for(partition) and record.base <= target:
+                floor = max(floor, record.base)
+            continue
+        if record.operation == "expire":
+            continue
+        count += len(record.files_for(partition))
+        if record.overwrite:
+            break
+    return count
 
 
 def compact(

@@ -310,3 +310,19 @@ def test_history_is_kept_while_no_snapshot_is_old_enough(catalog: Catalog) -> No
     compact(table)
     report = catalog.vacuum("s", older_than_ms=0, retain_history_ms=3_600_000)[0]
     assert report.deleted == [] and report.history_start == 1
+
+
+def test_the_tail_after_a_commit_is_counted_without_reading_the_whole_log(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _build(catalog, "keyvalue", appends=20)  # commits 1..21
+    record = compact(table)  # 22, base 21
+    assert record is not None
+    for n in range(3):  # 23..25
+        table.commit(table.stage(pa.array([f"t{n}"]), pa.array([n]), None))
+    log = _fresh(catalog, Path(catalog.cache_dir or "."), "unused").load("s").log
+    read: list[int] = []
+    real = log.read
+    monkeypatch.setattr(log, "read", lambda i: (read.append(i), real(i))[1])
+    assert tail_files(log, 0, 25) == sum(len(log.read(i).files_for(0)) for i in (23, 24, 25))
+    assert min(read) == 22  # the snapshot's record; nothing below its base
