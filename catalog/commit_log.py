@@ -29,6 +29,7 @@ A record (JSON, keys sorted; ``checksum`` covers every other field):
 |                | the snapshot files, ``snapshot/<partition>/<name>.arrow``)               |
 | ``base``         | ``compact``: the commit whose state the snapshots hold; ``expire``: the    |
 |                | oldest commit still readable                                             |
+| ``history_start``| the oldest readable commit, carried forward record to record (absent: 1) |
 | ``spec``         | the store's spec (record 1: a store exists once its first record does)   |
 | ``txn``          | the writer's (app_id, version), for idempotent writes                    |
 | ``txns``         | the newest committed version per app id, carried forward record to record |
@@ -139,6 +140,7 @@ class CommitRecord:
     txn: Txn | None = None
     txns: dict[str, int] = field(default_factory=dict)
     base: int | None = None
+    history_start: int = 1  # the oldest readable commit, carried forward (see ``expire``)
     checksum: str = ""
 
     @property
@@ -177,6 +179,7 @@ class CommitRecord:
                                                   "version": self.txn.version},
             "txns": self.txns,
             **({"base": self.base} if self.base is not None else {}),
+            **({"history_start": self.history_start} if self.history_start != 1 else {}),
         }  # fmt: skip
 
     def to_json(self) -> bytes:
@@ -223,6 +226,7 @@ class CommitRecord:
                                                         int(raw["txn"]["version"])),
                 txns={str(k): int(v) for k, v in dict(raw["txns"]).items()},
                 base=None if raw.get("base") is None else int(raw["base"]),
+                history_start=int(raw.get("history_start", 1)),
                 checksum=checksum_of(raw),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -448,13 +452,10 @@ class CommitLog:
 
     def history_start(self) -> int:
         """The oldest commit whose state can still be read (1 unless history was expired by
-        ``vacuum`` with a history retention)."""
-        start = 1
-        for commit_id in self.listed_ids():
-            record = self.read(commit_id)
-            if record.operation == "expire" and record.base is not None:
-                start = max(start, record.base)
-        return start
+        ``vacuum`` with a history retention): every record carries it forward, so the newest
+        one says."""
+        latest = self.latest_id()
+        return self.read(latest).history_start if latest else 1
 
     def expired(self, version: int) -> InvalidOptionError:
         """The error for a read of a commit older than the retained history."""
@@ -544,6 +545,9 @@ class CommitLog:
                 return mine
             previous = self.read(latest) if latest else None
             txns = dict(previous.txns) if previous else {}
+            history_start = previous.history_start if previous else 1
+            if operation == "expire" and base is not None:
+                history_start = max(history_start, base)
             if txn is not None:
                 if txns.get(txn.app_id, -1) >= txn.version:
                     return None
@@ -560,6 +564,7 @@ class CommitLog:
                 txn=txn,
                 txns=txns,
                 base=base,
+                history_start=history_start,
             )
             data = record.to_json()
             faults.point("commit.before_record")

@@ -303,6 +303,8 @@ def test_history_older_than_its_retention_expires_after_a_snapshot(
     assert len(catalog.changes("s", 8)) > 0
     # The writer's old cache (at commit 9) goes on; one behind the boundary starts over.
     assert _sorted(table.to_arrow()) == reads[9]
+    _build_more(catalog, "versioned")  # later records carry the boundary forward
+    assert _fresh(catalog, tmp_path, "later").load("s").log.history_start() == 7
 
 
 def test_history_is_kept_while_no_snapshot_is_old_enough(catalog: Catalog) -> None:
