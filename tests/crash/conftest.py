@@ -1,64 +1,40 @@
-"""Fixtures only: a crash-matrix runner that executes catalog operations in separate processes
-and arms one fault rule for each."""
+"""Fixtures only: a crash runner per test over a copy of a warehouse built once per session."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from catalog import faults
+from catalog import Catalog, commit_log
+from catalog.catalog import StoreTable
+from tests.crash.harness import STORE, Crash
+from tests.crash.worker import rows_for
 
-WORKER = Path(__file__).with_name("worker.py")
+KINDS = {"keyvalue": {}, "versioned": {"history_retention_ms": 86_400_000}}
 
 
-class Crash:
-    """Runs ``worker.py`` tasks against one warehouse, each in its own process."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = str(root / "warehouse")
-        self.cache = str(root / "cache")
-        self.rules = root / "faults"
-
-    def arm(self, step: str, action: str = "kill") -> None:
-        self.rules.write_text(f"{step} {action}\n")
-
-    @property
-    def fired(self) -> bool:
-        return Path(f"{self.rules}.fired").exists()
-
-    def start(self, op: str, **task: Any) -> subprocess.Popen[str]:
-        env = {**os.environ, faults.ENV: str(self.rules)}
-        payload = json.dumps({"op": op, "root": self.root, "cache": self.cache, **task})
-        return subprocess.Popen(
-            [sys.executable, str(WORKER), payload],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def run(self, op: str, **task: Any) -> tuple[int, list[dict[str, Any]], str]:
-        """Run one task; return its exit code, its JSON lines and its stderr."""
-        proc = self.start(op, **task)
-        out, err = proc.communicate(timeout=120)
-        return proc.returncode, [json.loads(line) for line in out.splitlines()], err
-
-    def ok(self, op: str, **task: Any) -> dict[str, Any]:
-        """Run a task that must succeed (no fault armed); return its result."""
-        if self.rules.exists():
-            self.rules.unlink()
-        code, lines, err = self.run(op, **task)
-        assert code == 0, err
-        return lines[-1]
+@pytest.fixture(scope="session")
+def crash_templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Per kind, a warehouse whose store ``s`` (4 partitions) has two commits: ``w1`` wrote
+    a, b = 1 and ``w2`` wrote b, c = 2 (``harness.TEMPLATE_ROWS``)."""
+    templates = {}
+    for kind, params in KINDS.items():
+        root = tmp_path_factory.mktemp(f"template-{kind}") / "warehouse"
+        catalog = Catalog(str(root), cache_dir=str(root.parent / "cache"), compact_after_files=0)
+        table = StoreTable(catalog, catalog.new_spec(STORE, kind, "string", "long", 4, **params))
+        table.commit(table.stage(*rows_for(kind, ["a", "b"], 1), write_id="w1"), write_id="w1",
+                     creates=True)  # fmt: skip
+        table.commit(table.stage(*rows_for(kind, ["b", "c"], 2), write_id="w2"), write_id="w2")
+        templates[kind] = root
+    commit_log._RECORDS.clear()
+    return templates
 
 
 @pytest.fixture
 def crash(tmp_path: Path) -> Iterator[Crash]:
+    """A runner over an empty warehouse (``seed`` it from ``crash_templates``)."""
+    commit_log._RECORDS.clear()  # the templates' copies share store ids
     yield Crash(tmp_path)
+    commit_log._RECORDS.clear()
