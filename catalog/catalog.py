@@ -736,21 +736,22 @@ class StoreTable:
             partition,
             self.catalog.cache_dir or default_cache_root(),
         )
+        columnar = self._columnar(scan)
         if scan.is_full:
             yield from cache.read_latest(
-                snapshot, self._typed_scan(scan), self.arrow_schema(), self._columnar()
+                snapshot, self._typed_scan(scan), self.arrow_schema(), columnar
             )
         elif scan == Scan(all_versions=True):  # the whole history: kept like the latest state
             yield from cache.read_latest(
-                snapshot, self._typed_scan(scan), self.arrow_schema(), variant=".all"
+                snapshot, self._typed_scan(scan), self.arrow_schema(), columnar, variant=".all"
             )
         else:
-            yield from cache.read(snapshot, self._typed_scan(scan), self.arrow_schema())
+            yield from cache.read(snapshot, self._typed_scan(scan), self.arrow_schema(), columnar)
 
-    def _columnar(self) -> Columnar | None:
-        """The kind's column-only latest state, as typed batches (see ``read_latest``)."""
-        latest_columns = self.kind.latest_columns
-        if latest_columns is None:
+    def _columnar(self, scan: Scan) -> Columnar | None:
+        """The kind's column-only ``scan``, as typed batches (see ``PartitionCache.read``)."""
+        scan_columns = self.kind.scan_columns
+        if scan_columns is None:
             return None
         typed = self._typed()
         raw_schema = self.layout.raw_schema()
@@ -759,12 +760,12 @@ class StoreTable:
         def compute(
             runs: dict[str, tuple[pa.Array, pa.Array]], commits: list[pa.Table]
         ) -> Iterator[pa.RecordBatch] | None:
-            latest = latest_columns(runs, commits, params)
-            if latest is None:
+            result = scan_columns(runs, commits, params, scan)
+            if result is None:
                 return None
             return (
                 typed(batch.cast(raw_schema))
-                for batch in latest.select(raw_schema.names).to_batches(max_chunksize=1 << 16)
+                for batch in result.select(raw_schema.names).to_batches(max_chunksize=1 << 16)
             )
 
         return compute

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog.versioned_columns import versioned_read
 from stores.errors import InvalidOptionError
 from stores.key_value import KeyValueStore
 from stores.records import UNKNOWN_TIMESTAMP
@@ -133,16 +134,18 @@ class StoreKind:
     scan: Callable[[Any, Scan, dict[str, Any]], Iterator[pa.RecordBatch]]
     supports_as_of: bool = False
     supports_time_range: bool = False
-    #: The latest state computed from columns alone, without RocksDB (see ``LatestColumns``);
-    #: None where a kind has no such path.
-    latest_columns: LatestColumns | None = None
+    #: A scan computed from columns alone, without RocksDB (see ``ScanColumns``); None where
+    #: a kind has no such path.
+    scan_columns: ScanColumns | None = None
 
 
-#: ``(snapshot runs by column family, each commit's changelog rows in apply order, params)`` to
-#: the raw latest state (``Layout.raw_schema``) sorted by key, or None when the data needs the
-#: store itself (for example rows of a legacy format in the snapshot).
-LatestColumns = Callable[
-    [dict[str, tuple[pa.Array, pa.Array]], list[pa.Table], dict[str, Any]], "pa.Table | None"
+#: ``(snapshot runs by column family, each commit's changelog rows in commit order, params,
+#: scan)`` to what ``scan`` reads (``Layout.raw_schema``, in the store's scan order), or None
+#: when the scan or the data needs the store itself (for example rows of a legacy format in the
+#: snapshot, or a scan the kind does not compute).
+ScanColumns = Callable[
+    [dict[str, tuple[pa.Array, pa.Array]], list[pa.Table], dict[str, Any], Scan],
+    "pa.Table | None",
 ]
 
 
@@ -258,9 +261,14 @@ def _kv_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.Reco
         )
 
 
-def _kv_latest_columns(
-    runs: dict[str, tuple[pa.Array, pa.Array]], commits: list[pa.Table], params: dict[str, Any]
+def _kv_scan_columns(
+    runs: dict[str, tuple[pa.Array, pa.Array]],
+    commits: list[pa.Table],
+    params: dict[str, Any],
+    scan: Scan,
 ) -> pa.Table | None:
+    if not scan.is_full:
+        return None
     wide = pa.schema([pa.field("key", pa.large_binary()), pa.field("value", pa.large_binary())])
     parts = []
     if "default" in runs:
@@ -281,7 +289,7 @@ KEYVALUE = StoreKind(
     open=lambda db, params: KeyValueStore.over(db),
     apply=_kv_apply,
     scan=_kv_scan,
-    latest_columns=_kv_latest_columns,
+    scan_columns=_kv_scan_columns,
 )
 
 
@@ -328,6 +336,33 @@ def _ts_layout(params: dict[str, Any]) -> Layout:
     )
 
 
+def _ts_scan_columns(
+    runs: dict[str, tuple[pa.Array, pa.Array]],
+    commits: list[pa.Table],
+    params: dict[str, Any],
+    scan: Scan,
+) -> pa.Table | None:
+    # A snapshot's rows are Kafka's values (and maybe the pre-KIP-258 format): RocksDB reads them.
+    if not scan.is_full or runs:
+        return None
+    names = _ts_layout(params).changelog_schema().names
+    parts = [
+        _time_order(t.select(names), "timestamp").cast(
+            pa.schema([pa.field(n, pa.large_binary() if n != "timestamp" else _TIME) for n in names])
+        )
+        for t in commits
+    ]
+    if not parts:
+        return _ts_layout(params).raw_schema().empty_table()
+    # Kafka's timestamped store overwrites on every put: in apply order, the last write wins.
+    latest = last_per_key(pa.concat_tables(parts))
+    stamps = latest.column("timestamp")
+    unknown = pc.equal(stamps, UNKNOWN_TIMESTAMP)
+    return latest.set_column(
+        names.index("timestamp"), "timestamp", pc.if_else(unknown, pa.scalar(None, _TIME), stamps)
+    )
+
+
 TIMESTAMPED = StoreKind(
     name="timestamped",
     make_params=_ts_params,
@@ -336,6 +371,7 @@ TIMESTAMPED = StoreKind(
     open=lambda db, params: _ts_class(params).over(db),
     apply=_ts_apply,
     scan=_ts_scan,
+    scan_columns=_ts_scan_columns,
 )
 
 
@@ -405,6 +441,25 @@ def _versioned_layout(params: dict[str, Any]) -> Layout:
     return Layout(write_times=(TimeColumn("timestamp"),), read_times=("valid_from", "valid_to"))
 
 
+def _versioned_scan_columns(
+    runs: dict[str, tuple[pa.Array, pa.Array]],
+    commits: list[pa.Table],
+    params: dict[str, Any],
+    scan: Scan,
+) -> pa.Table | None:
+    if runs:  # a snapshot holds Kafka's segments, not records: RocksDB reads them
+        return None
+    return versioned_read(
+        commits,
+        params["history_retention_ms"],
+        params["segment_interval_ms"],
+        as_of=scan.as_of,
+        all_versions=scan.all_versions,
+        time_from=scan.time_from,
+        time_to=scan.time_to,
+    )
+
+
 VERSIONED = StoreKind(
     name="versioned",
     make_params=_versioned_params,
@@ -414,6 +469,7 @@ VERSIONED = StoreKind(
     apply=_versioned_apply,
     scan=_versioned_scan,
     supports_as_of=True,
+    scan_columns=_versioned_scan_columns,
 )
 
 

@@ -58,8 +58,8 @@ from stores.transactional import OFFSETS_CF, TransactionalStore, committed_offse
 
 #: Bumped when the cache layout changes: older caches are simply not found (and rebuilt).
 CACHE_FORMAT = 2
-#: Computes a partition's latest state from columns: (snapshot runs by column family, the
-#: changelog rows of each commit after it) to typed batches, or None to decline.
+#: Computes a partition's scan from columns: (snapshot runs by column family, the changelog
+#: rows of each commit after it) to typed batches, or None to decline.
 Columnar = Callable[
     [dict[str, tuple[pa.Array, pa.Array]], list[pa.Table]], "Iterator[pa.RecordBatch] | None"
 ]
@@ -276,14 +276,24 @@ class PartitionCache:
             raise
 
     def read(
-        self, target: int, scan: Callable[[Any], Iterator[pa.RecordBatch]], schema: pa.Schema
+        self,
+        target: int,
+        scan: Callable[[Any], Iterator[pa.RecordBatch]],
+        schema: pa.Schema,
+        columnar: Columnar | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """The batches ``scan(store)`` yields at commit ``target``.
 
-        The scan is written whole to a temporary Arrow file before its first batch is served:
-        if RocksDB reports damage midway, the cache is rebuilt and the scan run again, and no
-        caller ever saw a batch of the damaged one.
+        With ``columnar``, they are first computed from the changelog with Arrow alone (see
+        ``read_latest``), and RocksDB is built only if it declines. Else the scan is written
+        whole to a temporary Arrow file before its first batch is served: if RocksDB reports
+        damage midway, the cache is rebuilt and the scan run again, and no caller ever saw a
+        batch of the damaged one.
         """
+        computed = None if columnar is None else self._columnar_batches(target, columnar)
+        if computed is not None:
+            yield from computed
+            return
         _makedirs(os.path.dirname(self.path))
         tmp = os.path.join(os.path.dirname(self.path), f"scan-{uuid.uuid4().hex}.arrow")
         try:
@@ -362,6 +372,21 @@ class PartitionCache:
 
     def _columnar_to(self, tmp: str, target: int, columnar: Columnar, schema: pa.Schema) -> bool:
         """Write the state at ``target`` computed by ``columnar``; False if it declines."""
+        batches = self._columnar_batches(target, columnar)
+        if batches is None:
+            return False
+        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+            for i, batch in enumerate(batches):
+                writer.write_batch(batch)
+                if i == 0:
+                    faults.point("scan.writing")
+        return True
+
+    def _columnar_batches(
+        self, target: int, columnar: Columnar
+    ) -> Iterator[pa.RecordBatch] | None:
+        """``columnar`` over the newest snapshot at or before ``target`` and the changelog
+        files after it (each checked against its size and CRC-32); None if it declines."""
         plan = self.log.restore_plan(0, target, self.partition)
         runs: dict[str, tuple[pa.Array, pa.Array]] = {}
         if plan.snapshot is not None:
@@ -377,15 +402,7 @@ class PartitionCache:
                         read_changelog(self.storage, self.store_dir, ref) for ref in files
                     )
                 )
-        batches = columnar(runs, commits)
-        if batches is None:
-            return False
-        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-            for i, batch in enumerate(batches):
-                writer.write_batch(batch)
-                if i == 0:
-                    faults.point("scan.writing")
-        return True
+        return columnar(runs, commits)
 
     def _scan_latest_to(
         self,
