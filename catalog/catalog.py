@@ -149,8 +149,8 @@ class Catalog:
         check_store_name(name)
         log = CommitLog(self.storage, name)
         try:
-            first = log.first()
-            log.latest_id()  # a dropped store is not found
+            log.first()
+            latest = log.latest_id()  # a dropped store is not found
         except StoreNotFoundError:
             existing = self.list()
             close = difflib.get_close_matches(name, existing, n=1)
@@ -159,8 +159,7 @@ class Catalog:
                 f"store {name!r} does not exist under {self.root}; existing: "
                 f"{', '.join(existing) or 'none'}{hint}"
             ) from None
-        where = self.storage.url(name, COMMITS_DIR, record_name(1))
-        return StoreTable(self, StoreSpec.from_dict(first.spec, where, name), log)
+        return StoreTable.at(self, log, latest)
 
     def new_spec(
         self,
@@ -439,11 +438,41 @@ class Catalog:
 class StoreTable:
     """One store: its spec, commit log, writers and readers."""
 
-    def __init__(self, catalog: Catalog, spec: StoreSpec, log: CommitLog | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        spec: StoreSpec,
+        log: CommitLog | None = None,
+        *,
+        spec_commit: int = 1,
+    ) -> None:
         self.catalog = catalog
         self.spec = spec
         self.kind = kind_of(spec.kind)
         self.log = log or CommitLog(catalog.storage, spec.name, spec.store_id)
+        #: The commit record that holds ``spec`` (1, or a schema overwrite's).
+        self.spec_commit = spec_commit
+
+    @classmethod
+    def at(cls, catalog: Catalog, log: CommitLog, commit_id: int) -> StoreTable:
+        """The store with the spec in force at ``commit_id`` (record 1's, or the newest schema
+        overwrite's at or before it; see ``catalog.commit_log``).
+
+        Raises:
+            CorruptDataError: the records fail their checks.
+        """
+        holder = log.spec_record(commit_id) if commit_id else log.first()
+        where = catalog.storage.url(log.store_dir, COMMITS_DIR, record_name(holder.id))
+        spec = StoreSpec.from_dict(holder.spec, where, log.store_dir)
+        if spec.store_id != holder.store_id:
+            raise CorruptDataError(f"store spec at {where} names another store id")
+        return cls(catalog, spec, log, spec_commit=holder.id)
+
+    def at_commit(self, commit_id: int) -> StoreTable:
+        """This store as read at ``commit_id``: itself, or with the spec in force then."""
+        if not commit_id or self.log.read(commit_id).spec_commit == self.spec_commit:
+            return self
+        return StoreTable.at(self.catalog, self.log, commit_id)
 
     def compatible_with(self, other: StoreSpec) -> bool:
         """Whether data written for ``other`` can go into this store unchanged."""
@@ -581,6 +610,8 @@ class StoreTable:
         write_id: str | None = None,
         txn: Txn | None = None,
         creates: bool = False,
+        new_spec: StoreSpec | None = None,
+        spec_commit: int | None = None,
     ) -> CommitRecord | None:
         """Publish staged files as the next commit (see ``catalog.commit_log``).
 
@@ -593,23 +624,36 @@ class StoreTable:
             creates: the write creates the store (record 1 holds the spec and these files);
                 if another writer created it meanwhile with the same spec, the write becomes
                 an append (or overwrite) to it.
+            new_spec: with ``overwrite``: the store's new spec (same name and store id), in
+                force from this commit on (``overwriteSchema``); the files were staged with it.
+            spec_commit: the record holding the spec the write was planned against (default:
+                this table's); a write whose spec was replaced meanwhile is refused.
 
         Returns:
             The commit record; None if ``txn`` was already committed: the staged files are
             deleted and nothing is written.
 
         Raises:
-            CommitConflictError: the store was created meanwhile with another spec, or other
-                writers won every attempt.
+            CommitConflictError: the store was created meanwhile with another spec, its
+                schema was replaced meanwhile (SCHEMA_CHANGED), or other writers won every
+                attempt.
             StoreNotFoundError: the store was dropped.
         """
         write_id = write_id or uuid.uuid4().hex
+        if spec_commit is None:
+            spec_commit = self.spec_commit
         ordered = sorted(files, key=lambda f: (f.partition, f.path))
         summary = {"rows": sum(f.rows for f in files), "files": len(files),
                    "bytes": sum(f.size for f in files)}  # fmt: skip
         operation = "overwrite" if overwrite else "append"
         if not creates:
-            record = self.log.publish(operation, ordered, write_id, summary=summary, txn=txn)
+            record = self.log.publish(
+                operation, ordered, write_id, summary=summary, txn=txn,
+                new_spec=None if new_spec is None else new_spec.to_dict(),
+                spec_commit=spec_commit,
+            )  # fmt: skip
+            if record is not None and new_spec is not None:
+                self.spec, self.kind, self.spec_commit = new_spec, kind_of(new_spec.kind), record.id
         else:
             try:
                 record = self.log.publish(

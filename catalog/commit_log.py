@@ -30,12 +30,20 @@ A record (JSON, keys sorted; ``checksum`` covers every other field):
 | ``base``         | ``compact``: the commit whose state the snapshots hold; ``expire``: the    |
 |                | oldest commit still readable                                             |
 | ``history_start``| the oldest readable commit, carried forward record to record (absent: 1) |
-| ``spec``         | the store's spec (record 1: a store exists once its first record does)   |
+| ``spec``         | the store's spec: record 1 (a store exists once its first record does),  |
+|                | and an ``overwrite`` that replaces the schema (``overwriteSchema``)        |
+| ``spec_commit``  | the record holding the spec in force, carried forward (absent: 1); a     |
+|                | reader pinned to commit v reads with the spec that record v names        |
 | ``txn``          | the writer's (app_id, version), for idempotent writes                    |
 | ``txns``         | the newest committed version per app id, carried forward record to record |
 | ``checksum``     | ``crc32:<8 hex>`` of the canonical JSON of the other fields               |
 
 A store exists once record 1 exists; a ``drop`` record as the newest record means it is gone.
+A schema overwrite is an ``overwrite`` record with a ``spec`` of the same store id: it replaces
+the contents and the types (and kind, parameters) at once; every later record names it in
+``spec_commit``, and records before it keep naming the older spec, so time travel to them
+reads with the spec they were written with. Every write states the ``spec_commit`` it was
+planned against; a write planned against a replaced spec is refused (``SCHEMA_CHANGED``).
 Ids run 1..N without gaps: a gap is corruption, never skipped.
 
 A ``compact`` record changes no state: it says that its snapshots hold the state as of commit
@@ -141,6 +149,7 @@ class CommitRecord:
     txns: dict[str, int] = field(default_factory=dict)
     base: int | None = None
     history_start: int = 1  # the oldest readable commit, carried forward (see ``expire``)
+    spec_commit: int = 1  # the record holding the spec in force, carried forward
     checksum: str = ""
 
     @property
@@ -180,6 +189,7 @@ class CommitRecord:
             "txns": self.txns,
             **({"base": self.base} if self.base is not None else {}),
             **({"history_start": self.history_start} if self.history_start != 1 else {}),
+            **({"spec_commit": self.spec_commit} if self.spec_commit != 1 else {}),
         }  # fmt: skip
 
     def to_json(self) -> bytes:
@@ -227,6 +237,7 @@ class CommitRecord:
                 txns={str(k): int(v) for k, v in dict(raw["txns"]).items()},
                 base=None if raw.get("base") is None else int(raw["base"]),
                 history_start=int(raw.get("history_start", 1)),
+                spec_commit=int(raw.get("spec_commit", 1)),
                 checksum=checksum_of(raw),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -239,10 +250,17 @@ class CommitRecord:
             )
         if record.operation not in OPERATIONS:
             raise CorruptDataError(f"{where} has unknown operation {record.operation!r}")
-        if (record.id == 1) != (record.operation == "create") or (record.id == 1) != (
-            record.spec is not None
+        replaces_spec = record.overwrite and record.spec_commit == record.id
+        if (
+            (record.id == 1) != (record.operation == "create")
+            or (record.id == 1 or replaces_spec) != (record.spec is not None)
+            or not 1 <= record.spec_commit <= record.id
         ):
-            raise CorruptDataError(f"{where}: only commit 1 creates the store and holds its spec")
+            raise CorruptDataError(
+                f"{where}: only commit 1 creates the store and holds its spec, and only an "
+                "overwrite that replaces the schema holds a new one (operation "
+                f"{record.operation!r}, spec_commit {record.spec_commit})"
+            )
         if record.changes_nothing != (record.base is not None) or (
             record.base is not None and not 1 <= record.base < record.id
         ):
@@ -365,6 +383,15 @@ class CommitLog:
             record = CommitRecord.from_json(data, self._where(commit_id), commit_id, self.store_id)
             _RECORDS[cache_key] = record
         return record
+
+    def spec_record(self, commit_id: int) -> CommitRecord:
+        """The record holding the spec in force at ``commit_id`` (1 unless a schema overwrite
+        came at or before it).
+
+        Raises:
+            CorruptDataError: the record is missing or fails its checks.
+        """
+        return self.read(self.read(commit_id).spec_commit)
 
     def chain(self, start: int, end: int) -> list[CommitRecord]:
         """Records ``start..end``, each verified to follow its predecessor.
@@ -520,12 +547,17 @@ class CommitLog:
         spec: dict[str, Any] | None = None,
         txn: Txn | None = None,
         base: int | None = None,
+        new_spec: dict[str, Any] | None = None,
+        spec_commit: int | None = None,
     ) -> CommitRecord | None:
         """Publish the next commit record, retried on a lost race (appends commute).
 
         An unknown outcome (the create raised, or this process lost track of it) is resolved by
         reading the log: every attempt first looks for a record of ``write_id``, so a write is
-        published at most once. With ``spec``, this creates the store as record 1.
+        published at most once. With ``spec``, this creates the store as record 1. With
+        ``new_spec`` (an ``overwrite``), the record replaces the store's spec from its own id on.
+        With ``spec_commit``, the write was planned against the spec of that record: if another
+        one is in force now, the write is refused.
 
         Returns:
             The published record; None if ``txn`` was already committed (the write is skipped).
@@ -533,8 +565,14 @@ class CommitLog:
         Raises:
             StoreAlreadyExistsError: creating, and record 1 exists.
             StoreNotFoundError: the store does not exist or was dropped meanwhile.
-            CommitConflictError: another committer won every one of many attempts.
+            CommitConflictError: another committer won every one of many attempts, or the
+                store's schema was replaced since ``spec_commit`` (SCHEMA_CHANGED).
         """
+        if new_spec is not None and operation != "overwrite":
+            raise InvalidOptionError(
+                f"a new spec comes with an overwrite only, not an {operation!r} commit",
+                code="OVERWRITE_SCHEMA_NEEDS_OVERWRITE",
+            )
         started_at = None
         for _ in range(_MAX_ATTEMPTS):
             latest = self._latest_for_publish(spec is not None)
@@ -546,6 +584,14 @@ class CommitLog:
             previous = self.read(latest) if latest else None
             txns = dict(previous.txns) if previous else {}
             history_start = previous.history_start if previous else 1
+            in_force = previous.spec_commit if previous else 1
+            if spec_commit is not None and previous is not None and in_force != spec_commit:
+                raise CommitConflictError(
+                    f"the schema of store {self.store_dir!r} was replaced by commit {in_force} "
+                    "(an overwrite with overwriteSchema) while this write ran against the "
+                    "schema before it; nothing was written: plan the write again",
+                    code="SCHEMA_CHANGED",
+                )
             if operation == "expire" and base is not None:
                 history_start = max(history_start, base)
             if txn is not None:
@@ -560,11 +606,12 @@ class CommitLog:
                 write_id=write_id,
                 prev=previous.checksum if previous else "",
                 summary=summary or {},
-                spec=spec,
+                spec=spec if spec is not None else new_spec,
                 txn=txn,
                 txns=txns,
                 base=base,
                 history_start=history_start,
+                spec_commit=latest + 1 if new_spec is not None else in_force,
             )
             data = record.to_json()
             faults.point("commit.before_record")

@@ -13,6 +13,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 from catalog.catalog import STORES_SCHEMA, Catalog, StoreTable
 from catalog.change_feed import partition_changes, version_range
 from catalog.spec import StoreSpec
+from datasource.errors import surface_errors
 from datasource.options import StoreOptions
 from stores.errors import InvalidOptionError
 from stores.types import from_arrow
@@ -44,6 +45,7 @@ STORES_SPARK_SCHEMA = StructType.fromJson(
 )
 
 
+@surface_errors
 class StoresReader(DataSourceReader):
     """One partition: the warehouse's stores, read when the query runs."""
 
@@ -57,6 +59,46 @@ class StoresReader(DataSourceReader):
         yield from Catalog(self.root).stores_table().to_batches()
 
 
+def change_feed_table(options: StoreOptions) -> tuple[StoreTable, int, int]:
+    """The store with the spec of the change feed's commits, and the range ``start..end``.
+
+    Raises:
+        InvalidOptionError: a bad range; a range that crosses a schema overwrite
+            (SCHEMA_CHANGED: rows before and after it have different types).
+    """
+    table = Catalog(options.root).load(options.store)
+    start, end = version_range(
+        table,
+        options.starting_version,
+        options.ending_version,
+        options.starting_timestamp_ms,
+        options.ending_timestamp_ms,
+    )
+    return check_one_schema(table, start, end), start, end
+
+
+def check_one_schema(table: StoreTable, start: int, end: int) -> StoreTable:
+    """``table`` with the spec of commits ``start..end`` (and of the state before them).
+
+    Raises:
+        InvalidOptionError: SCHEMA_CHANGED, when a schema overwrite lies in the range.
+    """
+    if end < start:
+        return table.at_commit(max(end, 1))
+    log = table.log
+    spec_commit = log.read(end).spec_commit
+    if spec_commit > 1 and spec_commit >= start:
+        after = "" if spec_commit >= end else f", or from {spec_commit + 1}"
+        raise InvalidOptionError(
+            f"commit {spec_commit} of store {table.spec.name!r} replaced its schema "
+            "(overwriteSchema), so a change feed cannot show commits on both sides of it with "
+            f"one set of columns; read commits {start} to {spec_commit - 1}{after}",
+            code="SCHEMA_CHANGED",
+        )
+    return table.at_commit(end)
+
+
+@surface_errors
 class HistoryReader(DataSourceReader):
     """One partition: the commit history, newest first, read when the query runs."""
 
@@ -72,6 +114,7 @@ class HistoryReader(DataSourceReader):
         yield from Catalog(self.root).history(self.store).to_batches()
 
 
+@surface_errors
 class ChangeFeedReader(DataSourceReader):
     """The changes of commits ``start..end``, one Spark partition per store partition."""
 
@@ -98,16 +141,8 @@ class ChangeFeedReader(DataSourceReader):
                     f"option {name!r} does not apply to a change feed, which reads commits "
                     "'startingVersion' to 'endingVersion'"
                 )
-        catalog = Catalog(options.root)
-        table = catalog.load(options.store)
-        start, end = version_range(
-            table,
-            options.starting_version,
-            options.ending_version,
-            options.starting_timestamp_ms,
-            options.ending_timestamp_ms,
-        )
-        return cls(catalog.root, table.spec, start, end)
+        table, start, end = change_feed_table(options)
+        return cls(table.catalog.root, table.spec, start, end)
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(p) for p in range(self.spec.num_partitions)]

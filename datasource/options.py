@@ -38,6 +38,7 @@ OPTIONS = (
     "txnAppId",
     "txnVersion",
     "singleWriter",
+    "overwriteSchema",
     "checkpointLocation",
     "readHistory",
     "readChangeFeed",
@@ -113,6 +114,7 @@ class StoreOptions:
     txn_app_id: str | None = None
     txn_version: int | None = None
     single_writer: bool = False
+    overwrite_schema: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> StoreOptions:
@@ -178,6 +180,7 @@ class StoreOptions:
             txn_app_id=_txn_app_id(given, streaming),
             txn_version=_whole(given, "txnVersion"),
             single_writer=bool(_boolean(given, "singleWriter")),
+            overwrite_schema=bool(_boolean(given, "overwriteSchema")),
         )
 
     def creation_params(self) -> dict[str, int | bool | str | None]:

@@ -11,6 +11,7 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from catalog.catalog import Catalog, StoreTable
 from catalog.kinds import OPTION_NAMES, Scan
 from catalog.spec import StoreSpec
+from datasource.errors import surface_errors
 from datasource.options import CREATION_OPTIONS, PARAM_OF_OPTION, StoreOptions
 from datasource.pushdown import Pushdown, take_filters
 from stores.errors import InvalidOptionError
@@ -23,6 +24,7 @@ class StorePartition(InputPartition):  # type: ignore[misc]
     value: int
 
 
+@surface_errors
 class StateStoreReader(DataSourceReader):
     """Reads every partition of a store at one commit (a snapshot pinned when planned).
 
@@ -47,13 +49,11 @@ class StateStoreReader(DataSourceReader):
                 range on a store without windows, or a creation option that contradicts the
                 store.
         """
-        catalog = Catalog(options.root)
-        table = catalog.load(options.store)
+        table, version = pinned_table(options)
         check_creation_options(options, table)
         scan = options.scan()
         table.check_scan(scan)
-        version = table.log.version_at(options.version_as_of, options.timestamp_as_of_ms)
-        return cls(catalog.root, table.spec, version, scan)
+        return cls(table.catalog.root, table.spec, version, scan)
 
     def partitions(self) -> Sequence[InputPartition]:
         owners = self.pushdown.partitions(self.spec.key_type, self.spec.num_partitions)
@@ -67,6 +67,7 @@ class StateStoreReader(DataSourceReader):
                 yield selected
 
 
+@surface_errors
 class PushdownStateStoreReader(StateStoreReader):
     """A ``StateStoreReader`` that takes over key and time filters (``datasource.pushdown``).
 
@@ -78,6 +79,20 @@ class PushdownStateStoreReader(StateStoreReader):
         schema = StoreTable(Catalog(self.root), self.spec).arrow_schema()
         self.pushdown, left = take_filters(filters, schema, self.spec.key_type)
         return left
+
+
+def pinned_table(options: StoreOptions) -> tuple[StoreTable, int]:
+    """The store as a read sees it, and the commit it reads: the latest, or the one
+    ``versionAsOf`` / ``timestampAsOf`` pin, with the spec in force at that commit (a read from
+    before a schema overwrite has the schema of then).
+
+    Raises:
+        StoreNotFoundError: the store does not exist.
+        InvalidOptionError: the pinned commit does not exist or has expired.
+    """
+    table = Catalog(options.root).load(options.store)
+    version = table.log.version_at(options.version_as_of, options.timestamp_as_of_ms)
+    return table.at_commit(version), version
 
 
 def check_creation_options(options: StoreOptions, table: StoreTable) -> None:
@@ -109,7 +124,8 @@ def check_creation_options(options: StoreOptions, table: StoreTable) -> None:
             raise InvalidOptionError(
                 f"option {name!r} is {_shown(name, given)} but store {spec.name!r} exists with "
                 f"{name} = {_shown(name, existing)}; creation options only shape a new store: "
-                "drop the option, or write to a new store"
+                "drop the option, write to a new store, or replace the store's schema and "
+                "contents with .mode(\"overwrite\").option(\"overwriteSchema\", \"true\")"
             )
 
 

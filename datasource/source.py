@@ -18,12 +18,15 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from datasource.errors import surface_errors
+
 if TYPE_CHECKING:
     from datasource.options import StoreOptions
 
 FORMAT = "state_store"
 
 
+@surface_errors
 class DefaultSource(DataSource):
     """Kafka-Streams-style state stores as tables: ``spark.read.format("state_store")``.
 
@@ -45,7 +48,6 @@ class DefaultSource(DataSource):
         return StoreOptions.parse(self.options)
 
     def schema(self) -> StructType:
-        from catalog.catalog import Catalog
         from datasource.spark_types import spark_schema
 
         options = self._options()
@@ -57,8 +59,18 @@ class DefaultSource(DataSource):
             from datasource.history import HISTORY_SCHEMA
 
             return HISTORY_SCHEMA
-        table = Catalog(options.root).load(options.store)
-        return spark_schema(table, changes=options.read_change_feed)
+        if options.read_change_feed:
+            from datasource.history import change_feed_table
+
+            if options.starting_version is None and options.starting_timestamp_ms is None:
+                from catalog.catalog import Catalog
+
+                # A stream from the latest commit on (a batch read says what it lacks later).
+                return spark_schema(Catalog(options.root).load(options.store), changes=True)
+            return spark_schema(change_feed_table(options)[0], changes=True)
+        from datasource.reader import pinned_table
+
+        return spark_schema(pinned_table(options)[0])
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from datasource.pushdown import pushdown_wanted
@@ -77,7 +89,7 @@ class DefaultSource(DataSource):
             from datasource.history import ChangeFeedReader
 
             return ChangeFeedReader.plan(options)
-        if pushdown_wanted():
+        if pushdown_wanted(depth=4):  # 3, plus the frame of ``surfaced``
             return PushdownStateStoreReader.plan(options)
         return StateStoreReader.plan(options)
 

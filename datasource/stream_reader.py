@@ -30,6 +30,7 @@ from pyspark.sql.streaming.datasource import (
 from catalog.catalog import Catalog, StoreTable
 from catalog.change_feed import partition_changes
 from catalog.spec import StoreSpec
+from datasource.errors import surface_errors
 from datasource.options import StoreOptions
 from stores.errors import InvalidOptionError
 
@@ -43,6 +44,7 @@ class ChangeRange(InputPartition):  # type: ignore[misc]
     last: int
 
 
+@surface_errors
 class ChangeFeedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """See module doc. Holds only picklable configuration."""
 
@@ -68,6 +70,7 @@ class ChangeFeedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         table = catalog.load(options.store)
         self.root = catalog.root
         self.spec: StoreSpec = table.spec
+        self.spec_commit = table.spec_commit
         latest = table.log.latest_id()
         if options.starting_version is not None and options.starting_version > latest + 1:
             raise InvalidOptionError(
@@ -115,6 +118,14 @@ class ChangeFeedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         first, last = int(start["version"]) + 1, int(end["version"])
         if last < first:
             return []
+        in_force = self._table().log.read(last).spec_commit
+        if in_force != self.spec_commit:
+            raise InvalidOptionError(
+                f"commit {in_force} of store {self.spec.name!r} replaced its schema "
+                "(overwriteSchema) after this stream started; its columns no longer fit the "
+                f"stream: start a new query with a new checkpoint (startingVersion {in_force + 1})",
+                code="SCHEMA_CHANGED",
+            )
         return [ChangeRange(p, first, last) for p in range(self.spec.num_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -26,9 +26,10 @@ from pyspark.sql.types import StructType
 from catalog.catalog import Catalog, StoreTable
 from catalog.commit_log import Txn
 from catalog.spec import StoreSpec
+from datasource.errors import surface_errors
 from datasource.options import StoreOptions
 from datasource.writer import StagedFiles, StateStoreWriter
-from stores.errors import CommitConflictError, StateStoreError
+from stores.errors import CommitConflictError, InvalidOptionError, StateStoreError
 
 _BATCH_ID = "streaming.sql.batchId"
 _QUERY_ID = "sql.streaming.queryId"
@@ -46,6 +47,7 @@ def _write_id(query_id: str, batch_id: int) -> str:
     return f"stream-{query_id.replace('-', '')[:32]}-{batch_id}"
 
 
+@surface_errors
 class StateStoreStreamWriter(DataSourceStreamArrowWriter):
     """A micro-batch writer over ``StateStoreWriter`` (see module doc)."""
 
@@ -63,6 +65,12 @@ class StateStoreStreamWriter(DataSourceStreamArrowWriter):
         Raises:
             InvalidOptionError: as a batch write; ``txnVersion`` given.
         """
+        if options.overwrite_schema:
+            raise InvalidOptionError(
+                "option 'overwriteSchema' applies to batch writes only "
+                "(df.write.mode(\"overwrite\")); a stream keeps its store's schema",
+                code="OVERWRITE_SCHEMA_NEEDS_OVERWRITE",
+            )
         inner = StateStoreWriter.plan(replace(options, txn_app_id=None), schema, overwrite)
         return cls(inner, options.txn_app_id)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +23,7 @@ from catalog.catalog import Catalog, StoreTable, headers_from_arrow
 from catalog.commit_log import ChangelogFile, Txn
 from catalog.kinds import HEADERS
 from catalog.spec import StoreSpec
+from datasource.errors import surface_errors
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
 from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
@@ -101,6 +102,38 @@ def _check_intervals_across_tasks(table: StoreTable, files: list[ChangelogFile])
     )
 
 
+def _replacement_spec(
+    catalog: Catalog, current: StoreSpec, options: StoreOptions, columns: dict[str, DataType]
+) -> StoreSpec:
+    """The spec an ``overwriteSchema`` write gives an existing store: the DataFrame's key and
+    value types; the kind, ``numPartitions`` and kind parameters given, else the store's
+    (parameters only while the kind stays); the store's name, id and creation time.
+
+    Raises:
+        InvalidOptionError: a kind, type or parameter that a new store would be refused.
+    """
+    kind = options.kind or current.kind
+    given = {k: v for k, v in options.creation_params().items() if v is not None}
+    if kind == current.kind:
+        params = {k: v for k, v in current.params.items() if v is not None}
+        if "segment_interval_ms" not in given and given.keys() & {
+            "history_retention_ms", "retention_ms"
+        }:
+            params.pop("segment_interval_ms", None)  # derived from the retention: derived again
+        params.update(given)
+    else:
+        params = given
+    spec = catalog.new_spec(
+        current.name,
+        kind,
+        all_nullable(columns["key"].jsonValue()),
+        all_nullable(columns["value"].jsonValue()),
+        options.num_partitions or current.num_partitions,
+        **params,
+    )
+    return replace(spec, store_id=current.store_id, created_ms=current.created_ms)
+
+
 @dataclass(frozen=True)
 class StagedFiles(WriterCommitMessage):  # type: ignore[misc]
     """What one task staged."""
@@ -108,6 +141,7 @@ class StagedFiles(WriterCommitMessage):  # type: ignore[misc]
     files: tuple[ChangelogFile, ...] = field(default_factory=tuple)
 
 
+@surface_errors
 class StateStoreWriter(DataSourceArrowWriter):
     """Writes a DataFrame (``key``, ``value`` and the kind's columns) into a store in one commit.
 
@@ -134,6 +168,8 @@ class StateStoreWriter(DataSourceArrowWriter):
         base_id: int = 0,
         txn: Txn | None = None,
         single_writer: bool = False,
+        spec_commit: int = 1,
+        replaces_spec: bool = False,
     ) -> None:
         self.write_id = uuid.uuid4().hex
         self.creates = creates  # whether this write creates the store (it did not exist)
@@ -144,6 +180,8 @@ class StateStoreWriter(DataSourceArrowWriter):
         self.base_id = base_id  # the newest commit when planned: this write's record is newer
         self.txn = txn
         self.single_writer = single_writer
+        self.spec_commit = spec_commit  # the record holding the spec this write was planned on
+        self.replaces_spec = replaces_spec  # overwriteSchema: ``spec`` replaces the store's
 
     @classmethod
     def plan(cls, options: StoreOptions, schema: StructType, overwrite: bool) -> StateStoreWriter:
@@ -162,6 +200,13 @@ class StateStoreWriter(DataSourceArrowWriter):
         ):
             if value is not None:
                 raise InvalidOptionError(f"option {name!r} applies to reads only")
+        if options.overwrite_schema and not overwrite:
+            raise InvalidOptionError(
+                "option 'overwriteSchema' replaces a store's schema together with its contents, "
+                "so it needs .mode(\"overwrite\"); this write appends: write with "
+                ".mode(\"overwrite\") or drop the option",
+                code="OVERWRITE_SCHEMA_NEEDS_OVERWRITE",
+            )
         catalog = Catalog(options.root, single_writer=options.single_writer)
         catalog.storage.require_atomic_commit()
         columns = {f.name: f.dataType for f in schema.fields}
@@ -174,12 +219,20 @@ class StateStoreWriter(DataSourceArrowWriter):
                     code="MISSING_COLUMN",
                 )
         creates = False
+        replaces_spec = False
         base_id = 0
+        spec_commit = 1
         try:
             existing = catalog.load(options.store)
             spec = existing.spec
             base_id = existing.log.latest_id()
-            check_creation_options(options, existing)
+            spec_commit = existing.spec_commit
+            if options.overwrite_schema:
+                spec = _replacement_spec(catalog, existing.spec, options, columns)
+                replaces_spec = not existing.compatible_with(spec)
+                spec = spec if replaces_spec else existing.spec
+            else:
+                check_creation_options(options, existing)
         except StoreNotFoundError:
             creates = True
             spec = catalog.new_spec(
@@ -196,7 +249,9 @@ class StateStoreWriter(DataSourceArrowWriter):
             if not same_type(got, expected):
                 raise InvalidOptionError(
                     f"column {name!r} has type {describe(got)} but store {spec.name!r} holds "
-                    f"{describe(expected)}; cast the column to {describe(expected)}",
+                    f"{describe(expected)}; cast the column to {describe(expected)}, or "
+                    "replace the store's schema and contents with .mode(\"overwrite\")"
+                    ".option(\"overwriteSchema\", \"true\")",
                     code="COLUMN_TYPE_MISMATCH",
                 )
         layout = table.layout
@@ -266,6 +321,8 @@ class StateStoreWriter(DataSourceArrowWriter):
             base_id=base_id,
             txn=txn,
             single_writer=options.single_writer,
+            spec_commit=spec_commit,
+            replaces_spec=replaces_spec,
         )
 
     def _catalog(self) -> Catalog:
@@ -429,6 +486,8 @@ class StateStoreWriter(DataSourceArrowWriter):
                 write_id=self.write_id,
                 txn=self.txn,
                 creates=self.creates,
+                new_spec=self.spec if self.replaces_spec else None,
+                spec_commit=None if self.creates else self.spec_commit,
             )
         except BaseException:
             # The record may have been published before the error: abort asks the log.

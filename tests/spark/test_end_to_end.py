@@ -298,3 +298,38 @@ def test_a_versioned_store_s_whole_history_reads_in_sql(spark: Any, rates: str) 
     ]
     with pytest.raises(Exception, match="option 'versions' is 'al'; did you mean 'all'"):
         read(spark, rates, "rates", versions="al").collect()
+
+
+def test_overwrite_schema_replaces_a_store_s_types_in_one_commit(spark: Any, warehouse: str) -> None:
+    write(spark.createDataFrame([("a", 1)], "key string, value int"), warehouse, "s")
+    doubles = spark.createDataFrame([(7, "seven", ts(9))], "key bigint, value string, timestamp timestamp")
+    with pytest.raises(Exception) as e:
+        write(doubles, warehouse, "s", mode="overwrite")
+    first = str(e.value).splitlines()[0]
+    assert "[COLUMN_TYPE_MISMATCH]" in first and 'option("overwriteSchema", "true")' in first
+    with pytest.raises(Exception) as e:
+        write(doubles, warehouse, "s", overwriteSchema="true")
+    assert "[OVERWRITE_SCHEMA_NEEDS_OVERWRITE]" in str(e.value).splitlines()[0]
+    write(doubles, warehouse, "s", mode="overwrite", overwriteSchema="true", kind="versioned",
+          historyRetention="1 day")  # fmt: skip
+    now = read(spark, warehouse, "s")
+    assert now.schema.simpleString() == (
+        "struct<key:bigint,value:string,valid_from:timestamp,valid_to:timestamp>"
+    )
+    assert [(r["key"], r["value"]) for r in now.collect()] == [(7, "seven")]
+    then = read(spark, warehouse, "s", versionAsOf="1")  # read with the schema of commit 1
+    assert [tuple(r) for r in then.collect()] == [("a", 1)]
+
+
+def test_errors_from_tasks_and_planning_show_our_line_first(spark: Any, warehouse: str) -> None:
+    with pytest.raises(Exception) as e:  # raised in a write task on an executor
+        write(spark.createDataFrame([(None, 1)], "key string, value int"), warehouse, "t")
+    lines = str(e.value).splitlines()
+    # Spark's own first line for any Python worker exception, then ours; no traceback.
+    assert lines[0] == "An exception was thrown from the Python worker:"
+    assert lines[1].startswith("stores.errors.InvalidOptionError: [NULL_KEY] column 'key'")
+    assert "Traceback" not in str(e.value)
+    with pytest.raises(Exception) as e:  # raised while Spark plans the read
+        read(spark, warehouse, "nothing").collect()
+    assert "[STORE_NOT_FOUND] store 'nothing'" in str(e.value).splitlines()[0]
+    assert "Traceback" not in str(e.value)
