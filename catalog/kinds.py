@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog.span_columns import session_read, window_read
 from catalog.versioned_columns import versioned_read
 from stores.errors import InvalidOptionError
 from stores.key_value import KeyValueStore
@@ -566,6 +567,17 @@ def _window_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.
     return _spans(store, scan, _window_layout(params))
 
 
+def _window_scan_columns(
+    runs: dict[str, tuple[pa.Array, pa.Array]],
+    commits: list[pa.Table],
+    params: dict[str, Any],
+    scan: Scan,
+) -> pa.Table | None:
+    if runs:  # a snapshot holds Kafka's rows, maybe in a legacy layout: RocksDB reads them
+        return None
+    return window_read(commits, params, scan.time_from, scan.time_to)
+
+
 WINDOW = StoreKind(
     name="window",
     make_params=_window_params,
@@ -575,6 +587,7 @@ WINDOW = StoreKind(
     apply=_window_apply,
     scan=_window_scan,
     supports_time_range=True,
+    scan_columns=_window_scan_columns,
 )
 
 
@@ -619,6 +632,17 @@ def _session_scan(store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa
     return _spans(store, scan, _session_layout(params))
 
 
+def _session_scan_columns(
+    runs: dict[str, tuple[pa.Array, pa.Array]],
+    commits: list[pa.Table],
+    params: dict[str, Any],
+    scan: Scan,
+) -> pa.Table | None:
+    if runs:
+        return None
+    return session_read(commits, params, scan.time_from, scan.time_to)
+
+
 SESSION = StoreKind(
     name="session",
     make_params=_session_params,
@@ -630,6 +654,7 @@ SESSION = StoreKind(
     apply=_session_apply,
     scan=_session_scan,
     supports_time_range=True,
+    scan_columns=_session_scan_columns,
 )
 
 
