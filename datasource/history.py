@@ -66,7 +66,9 @@ def change_feed_table(options: StoreOptions) -> tuple[StoreTable, int, int]:
         InvalidOptionError: a bad range; a range that crosses a schema overwrite
             (SCHEMA_CHANGED: rows before and after it have different types).
     """
-    table = Catalog(options.root).load(options.store)
+    from datasource.reader import load_table
+
+    table = load_table(options)
     start, end = version_range(
         table,
         options.starting_version,

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
-from catalog.catalog import Catalog, StoreTable
+from catalog.catalog import DEFAULT_ROOT, Catalog, StoreTable
 from catalog.kinds import OPTION_NAMES, Scan
 from catalog.spec import StoreSpec
 from datasource.errors import surface_errors
 from datasource.options import CREATION_OPTIONS, PARAM_OF_OPTION, StoreOptions
 from datasource.pushdown import Pushdown, take_filters
-from stores.errors import InvalidOptionError
+
+#: The environment variable that names the default warehouse.
+ROOT_ENV = "STATE_STORE_ROOT"
+from stores.errors import InvalidOptionError, StoreNotFoundError
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,41 @@ class PushdownStateStoreReader(StateStoreReader):
         return left
 
 
+def root_hint(options: StoreOptions) -> str:
+    """How a read or write without option ``root`` chose its warehouse ("" with the option).
+
+    Spark's Python workers, where the connector plans every read and write, inherit the
+    environment of the session's JVM: ``$STATE_STORE_ROOT`` is fixed when the session starts.
+    Setting ``os.environ`` in the notebook later moves the Python API's default, not Spark's.
+    """
+    if options.root is not None:
+        return ""
+    source = (
+        f"$STATE_STORE_ROOT ({os.environ['STATE_STORE_ROOT']!r})"
+        if os.environ.get(ROOT_ENV)
+        else f"the default {DEFAULT_ROOT!r} (no $STATE_STORE_ROOT)"
+    )
+    return (
+        f" (no option 'root': the warehouse is {source} as this Spark session's processes "
+        "saw it when the session started; a later change of the variable does not reach "
+        "Spark: give option 'root' to choose the warehouse)"
+    )
+
+
+def load_table(options: StoreOptions) -> StoreTable:
+    """The store ``options`` name, under their root.
+
+    Raises:
+        StoreNotFoundError: no such store; the message names the root and, without option
+            ``root``, how it was chosen (``root_hint``).
+    """
+    try:
+        return Catalog(options.root).load(options.store)
+    except StoreNotFoundError as exc:
+        message = str(exc).removeprefix(f"[{exc.code}] ")
+        raise StoreNotFoundError(message + root_hint(options)) from None
+
+
 def pinned_table(options: StoreOptions) -> tuple[StoreTable, int]:
     """The store as a read sees it, and the commit it reads: the latest, or the one
     ``versionAsOf`` / ``timestampAsOf`` pin, with the spec in force at that commit (a read from
@@ -90,7 +129,7 @@ def pinned_table(options: StoreOptions) -> tuple[StoreTable, int]:
         StoreNotFoundError: the store does not exist.
         InvalidOptionError: the pinned commit does not exist or has expired.
     """
-    table = Catalog(options.root).load(options.store)
+    table = load_table(options)
     version = table.log.version_at(options.version_as_of, options.timestamp_as_of_ms)
     return table.at_commit(version), version
 

@@ -63,10 +63,10 @@ class DefaultSource(DataSource):
             from datasource.history import change_feed_table
 
             if options.starting_version is None and options.starting_timestamp_ms is None:
-                from catalog.catalog import Catalog
+                from datasource.reader import load_table
 
                 # A stream from the latest commit on (a batch read says what it lacks later).
-                return spark_schema(Catalog(options.root).load(options.store), changes=True)
+                return spark_schema(load_table(options), changes=True)
             return spark_schema(change_feed_table(options)[0], changes=True)
         from datasource.reader import pinned_table
 
@@ -83,7 +83,9 @@ class DefaultSource(DataSource):
             return StoresReader(options.root)
         if options.read_history:
             from datasource.history import HistoryReader
+            from datasource.reader import load_table
 
+            load_table(options)  # a missing store fails here, saying how the root was chosen
             return HistoryReader(options.root, options.store)
         if options.read_change_feed:
             from datasource.history import ChangeFeedReader

@@ -66,9 +66,10 @@ class ChangeFeedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                     f"option {name!r} does not apply to a stream; a stream starts at "
                     "'startingVersion' (default: after the latest commit) and does not end"
                 )
-        catalog = Catalog(options.root)
-        table = catalog.load(options.store)
-        self.root = catalog.root
+        from datasource.reader import load_table
+
+        table = load_table(options)
+        self.root = table.catalog.root
         self.spec: StoreSpec = table.spec
         self.spec_commit = table.spec_commit
         latest = table.log.latest_id()

@@ -333,3 +333,21 @@ def test_errors_from_tasks_and_planning_show_our_line_first(spark: Any, warehous
         read(spark, warehouse, "nothing").collect()
     assert "[STORE_NOT_FOUND] store 'nothing'" in str(e.value).splitlines()[0]
     assert "Traceback" not in str(e.value)
+
+
+def test_spark_keeps_the_session_s_root_when_the_variable_changes_later(
+    spark: Any, warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spark's Python workers inherit the environment the session's JVM started with.
+    monkeypatch.setenv("STATE_STORE_ROOT", warehouse)
+    with pytest.raises(Exception) as e:
+        spark.read.format("state_store").load("nothing_here")
+    first = str(e.value).splitlines()[0]
+    assert "[STORE_NOT_FOUND] store 'nothing_here'" in first
+    assert warehouse not in first and "a later change of the variable does not reach Spark" in first
+    # The default save mode never reaches the connector: Spark refuses it (README, Troubleshooting).
+    with pytest.raises(Exception, match="UNSUPPORTED_DATA_SOURCE_SAVE_MODE"):
+        spark.createDataFrame([("a", 1)], "key string, value int").write.format(
+            "state_store"
+        ).option("root", warehouse).save("s")
+    assert not Path(warehouse).exists()
