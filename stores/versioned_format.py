@@ -27,7 +27,9 @@ The header list has no length: it ends at the first entry whose timestamp equals
 that was the latest version when written and has no known ``validTo``.
 
 :class:`SegmentValue` decodes a row whole and re-encodes it; Kafka edits the bytes in place, but
-since the layout above is canonical the bytes come out the same. Its operations are Kafka's,
+since the layout above is canonical the bytes come out the same. Reads need not decode:
+:func:`find_in_row` answers a lookup from the bytes in place (the headers up to the version
+found, and that version's value slice). Its operations are Kafka's,
 including the truncation with which ``insert_as_latest`` repairs rows left overlapping by an
 interrupted write.
 """
@@ -54,8 +56,12 @@ STREAM_TIME_KEY = b"observedStreamTime"
 _LONG = struct.Struct(">q")
 _TWO_LONGS = struct.Struct(">qq")
 _ENTRY = struct.Struct(">qi")
+_HEADER_AND_ENTRY = struct.Struct(">qqqi")
+_unpack_first = _HEADER_AND_ENTRY.unpack_from
+_unpack_entry = _ENTRY.unpack_from
 _HEADER = 2 * TIMESTAMP_SIZE
 _ENTRY_SIZE = TIMESTAMP_SIZE + VALUE_SIZE
+_FIRST_SIZE = _HEADER + _ENTRY_SIZE
 
 
 # -- keys and small values --------------------------------------------------------------------
@@ -143,6 +149,58 @@ def _row_header(raw: bytes) -> tuple[int, int]:
     return header
 
 
+#: :func:`find_in_row`: the row ends at or before the timestamp (so does every older row).
+ROW_ENDS_BEFORE = 0
+#: :func:`find_in_row`: the row starts after the timestamp (an older row may hold it).
+ROW_STARTS_AFTER = 1
+
+
+def find_in_row(raw: bytes, timestamp: int) -> tuple[int, int, bytes | None] | int:
+    """Kafka's ``SegmentValue.find(timestamp)`` read in place, with the row-level checks of
+    ``RocksDBVersionedStore.get`` before it.
+
+    Returns:
+        ``ROW_ENDS_BEFORE`` if ``next_timestamp <= timestamp``, ``ROW_STARTS_AFTER`` if
+        ``min_timestamp > timestamp``, else ``(valid_from, valid_to, value)`` of the newest
+        version with ``validFrom <= timestamp`` (``value`` None for a tombstone). Only the
+        headers up to that version are read, and its value is sliced out of the row: values run
+        oldest first, so a version's value ends where the values of the newer versions before
+        it in the header list begin.
+
+    Raises:
+        CorruptDataError: the header is short, the headers run out, or a value would overlap
+            them.
+    """
+    # The header and the newest version's entry in one unpack: many lookups stop there.
+    try:
+        valid_to, min_ts, ts, size = _unpack_first(raw)
+    except struct.error:
+        raise CorruptDataError(
+            f"segment row of {len(raw)} bytes has no header and first version"
+        ) from None
+    if valid_to <= timestamp:
+        return ROW_ENDS_BEFORE
+    if min_ts > timestamp:
+        return ROW_STARTS_AFTER
+    end = len(raw)
+    offset = _FIRST_SIZE
+    while True:
+        if ts <= timestamp:
+            if size < 0:
+                return ts, valid_to, None
+            if end - size < offset:
+                break
+            return ts, valid_to, raw[end - size : end]
+        if ts == min_ts or offset + _ENTRY_SIZE > end:
+            break  # the list ended with no version at or before min_timestamp
+        if size > 0:
+            end -= size
+        valid_to = ts
+        ts, size = _unpack_entry(raw, offset)
+        offset += _ENTRY_SIZE
+    raise CorruptDataError(f"segment row has no version at or before {timestamp} in its headers")
+
+
 # -- segment rows ------------------------------------------------------------------------------
 
 
@@ -167,7 +225,7 @@ class SegmentValue:
         records: ``(timestamp, value or None)`` pairs, newest first.
     """
 
-    __slots__ = ("next_ts", "min_ts", "records", "is_degenerate")
+    __slots__ = ("is_degenerate", "min_ts", "next_ts", "records")
 
     def __init__(self, next_ts: int, min_ts: int, records: list[tuple[int, bytes | None]]) -> None:
         self.next_ts = next_ts
@@ -347,6 +405,8 @@ __all__ = [
     "LATEST_SEGMENT_ID",
     "METADATA_CF",
     "NO_TIMESTAMP",
+    "ROW_ENDS_BEFORE",
+    "ROW_STARTS_AFTER",
     "STREAM_TIME_KEY",
     "SegmentSearchResult",
     "SegmentValue",
@@ -354,6 +414,7 @@ __all__ = [
     "decode_long",
     "encode_latest",
     "encode_long",
+    "find_in_row",
     "latest_timestamp",
     "min_timestamp",
     "next_timestamp",
