@@ -10,7 +10,9 @@
                                     [--retain-history "30 days"]
 
 Every command takes ``--json`` for machine-readable output. Exit codes: 0 done, 1 the command
-failed (the message carries the error's code), 2 bad usage.
+failed (the message carries the error's code), 2 bad usage. ``compact`` and ``vacuum`` show a
+progress bar (tqdm) on stderr when it is a terminal and ``--json`` is not given; otherwise
+their output is only their result (and, for ``compact``, a line per partition on stderr).
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog.catalog import Catalog
 from catalog.durations import parse_duration_ms
 from stores.errors import InvalidOptionError, StateStoreError
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -176,6 +181,82 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _bar(args: argparse.Namespace, total: int | None, unit: str, desc: str) -> tqdm[Any] | None:
+    """A progress bar on stderr, only for a person watching: a terminal, and no ``--json``."""
+    if args.json or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, leave=False)
+
+
+def _finish(bar: tqdm[Any] | None) -> None:
+    if bar is not None:
+        bar.refresh()  # the final count, however fast the work went
+        bar.close()
+
+
+def _compact(catalog: Catalog, args: argparse.Namespace) -> Any:
+    total = len(args.partitions) if args.partitions else catalog.load(args.store).spec.num_partitions
+    bar = _bar(args, total, "partition", f"compact {args.store}")
+
+    def progress(line: str) -> None:
+        if bar is not None:
+            bar.update(1)
+            bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr)
+
+    try:
+        record = catalog.compact(
+            args.store, partitions=args.partitions, progress=None if args.json else progress
+        )
+    finally:
+        _finish(bar)
+    if record is None:
+        return {"store": args.store, "compacted": False, "reason": "already compact"}
+    return {"store": args.store, "compacted": True, "commit": record.id,
+            "base": record.base, **record.summary}  # fmt: skip
+
+
+def _vacuum(catalog: Catalog, args: argparse.Namespace) -> Any:
+    from catalog.maintenance import vacuum, vacuum_all
+
+    window = parse_duration_ms(args.older_than, "--older-than")
+    retain = (
+        None
+        if args.retain_history is None
+        else parse_duration_ms(args.retain_history, "--retain-history")
+    )
+    bar = _bar(args, len(args.stores) or None, "store", "vacuum")
+    try:
+        if not args.stores:
+
+            def progress(done: int, total: int) -> None:
+                if bar is not None:
+                    bar.total = total  # known once the warehouse is listed
+                    bar.update(done - bar.n)
+
+            reports = vacuum_all(
+                catalog.storage, older_than_ms=window, dry_run=args.dry_run,
+                retain_history_ms=retain, progress=progress,
+            )  # fmt: skip
+        else:
+            reports = []
+            for name in args.stores:
+                reports.append(
+                    vacuum(
+                        catalog.storage, name, older_than_ms=window, dry_run=args.dry_run,
+                        retain_history_ms=retain,
+                    )
+                )  # fmt: skip
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        _finish(bar)
+    return [r.to_dict() for r in reports]
+
+
 def _run(args: argparse.Namespace) -> Any:
     catalog = Catalog(args.root, single_writer=args.single_writer)
     if args.command == "list":
@@ -194,30 +275,8 @@ def _run(args: argparse.Namespace) -> Any:
         catalog.drop(args.store)
         return {"store": args.store, "dropped": True}
     if args.command == "compact":
-        record = catalog.compact(
-            args.store,
-            partitions=args.partitions,
-            progress=None if args.json else lambda line: print(line, file=sys.stderr),
-        )
-        if record is None:
-            return {"store": args.store, "compacted": False, "reason": "already compact"}
-        return {"store": args.store, "compacted": True, "commit": record.id,
-                "base": record.base, **record.summary}  # fmt: skip
-    window = parse_duration_ms(args.older_than, "--older-than")
-    names = args.stores or [None]
-    retain = (
-        None
-        if args.retain_history is None
-        else parse_duration_ms(args.retain_history, "--retain-history")
-    )
-    reports = [
-        r.to_dict()
-        for name in names
-        for r in catalog.vacuum(
-            name, older_than_ms=window, dry_run=args.dry_run, retain_history_ms=retain
-        )
-    ]
-    return reports
+        return _compact(catalog, args)
+    return _vacuum(catalog, args)
 
 
 def _show(result: Any) -> str:

@@ -217,17 +217,26 @@ def vacuum_all(
     older_than_ms: int = DEFAULT_OLDER_THAN_MS,
     dry_run: bool = False,
     retain_history_ms: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[VacuumReport]:
-    """``vacuum`` every store directory under the warehouse."""
-    reports = []
+    """``vacuum`` every store directory under the warehouse.
+
+    Args:
+        progress: called after each store with (stores done, stores in all).
+    """
+    names = []
     for name in storage.list():
         try:
-            check_store_name(name)
+            names.append(check_store_name(name))
         except InvalidOptionError:
             continue  # not ours
+    reports = []
+    for name in names:
         report = vacuum(
             storage, name, older_than_ms=older_than_ms, dry_run=dry_run,
             retain_history_ms=retain_history_ms,
         )  # fmt: skip
         reports.append(report)
+        if progress is not None:
+            progress(len(reports), len(names))
     return reports
