@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.span_columns import session_read, window_read
-from catalog.versioned_columns import versioned_read
+from catalog.versioned_columns import snapshot_records, versioned_read
 from stores.errors import InvalidOptionError
 from stores.key_value import KeyValueStore
 from stores.records import UNKNOWN_TIMESTAMP
@@ -448,12 +448,14 @@ def _versioned_scan_columns(
     params: dict[str, Any],
     scan: Scan,
 ) -> pa.Table | None:
-    if runs:  # a snapshot holds Kafka's segments, not records: RocksDB reads them
+    base = snapshot_records(runs) if runs else None
+    if runs and base is None:
         return None
     return versioned_read(
         commits,
         params["history_retention_ms"],
         params["segment_interval_ms"],
+        base=base,
         as_of=scan.as_of,
         all_versions=scan.all_versions,
         time_from=scan.time_from,

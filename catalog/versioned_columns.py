@@ -17,8 +17,14 @@ One departure of Kafka's from the ideal history is not computed here (see the mo
 ``tests/stores/test_versioned_model.py``): a tombstone at exactly the time of a key's latest
 value only sometimes leaves a tombstone behind, which changes where a later, late record of the
 key lands. A partition whose records put two records of one key at one time, one of them a
-tombstone, is declined (None), and so is one that starts from a snapshot (the snapshot's rows
-are Kafka's segments, not records): the caller then builds RocksDB and asks the store.
+tombstone, is declined (None): the caller then builds RocksDB and asks the store.
+
+A snapshot (``catalog.compaction``) holds Kafka's rows, not records. ``snapshot_records``
+turns them back into the records whose ideal history they hold: each version a put at its
+``valid_from``, each tombstone entry a tombstone, and a tombstone at an entry's ``valid_to``
+where no record of the key starts (Kafka files a delete only as that end). They are applied
+first, all accepted, and stream time continues from the snapshot's. Kafka's rows are decoded
+for all rows at once with numpy (the layout is in ``stores.versioned_format``).
 """
 
 from __future__ import annotations
@@ -29,9 +35,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stores.versioned_format import NO_TIMESTAMP
+from stores.errors import CorruptDataError
+from stores.versioned_format import (
+    LATEST_PREFIX,
+    METADATA_CF,
+    NO_TIMESTAMP,
+    STREAM_TIME_KEY,
+    TIMESTAMP_SIZE,
+)
 
 _TIME = pa.int64()
+_BYTES = pa.large_binary()
+_Ints = np.ndarray[Any, Any]
 _WIDE = pa.schema(
     [
         pa.field("key", pa.large_binary()),
@@ -55,6 +70,7 @@ def versioned_read(
     retention: int,
     interval: int,
     *,
+    base: tuple[pa.Table, int] | None = None,
     as_of: int | None = None,
     all_versions: bool = False,
     time_from: int | None = None,
@@ -65,19 +81,24 @@ def versioned_read(
     The latest version of every key, or every version (``all_versions``, optionally bounded by
     ``time_from``/``time_to``), or the versions valid at ``as_of``: raw rows (``RAW``) sorted
     by key bytes, then ``valid_from``, exactly as the store's scans give them; None when the
-    records need the store itself (see the module doc).
+    records need the store itself (see the module doc). ``base``: a snapshot's records and
+    stream time (``snapshot_records``), the state the commits apply to.
     """
-    rows = _in_apply_order(commits)
+    prior, start_time = base if base is not None else (_WIDE.empty_table(), NO_TIMESTAMP)
+    tail = _in_apply_order(commits)
+    rows = pa.concat_tables([prior.cast(_WIDE), tail]).combine_chunks()
     n = rows.num_rows
     if n == 0:
         return RAW.empty_table()
     stamps = rows.column("timestamp").to_numpy()
-    reached = np.maximum.accumulate(stamps)
+    # Stream time before each record of the tail: the snapshot's, raised by each record.
+    reached = np.maximum.accumulate(np.maximum(stamps, start_time))
     before = np.empty(n, dtype=np.int64)
-    before[0] = NO_TIMESTAMP
-    np.maximum(reached[:-1], NO_TIMESTAMP, out=before[1:])
-    stream_time = int(max(reached[-1], NO_TIMESTAMP))
+    before[0] = start_time
+    before[1:] = reached[:-1]
+    stream_time = int(reached[-1])
     accepted = stamps >= before - retention
+    accepted[: prior.num_rows] = True  # the snapshot's state, applied already
     if not accepted.all():
         rows = rows.filter(pa.array(accepted))
     history = _history(rows)
@@ -117,6 +138,162 @@ def versioned_read(
     )
 
 
+def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> tuple[pa.Table, int] | None:
+    """A versioned snapshot's rows as records (key, value, timestamp; ``_WIDE``), sorted by
+    time, and its stream time (see the module doc); None if it holds column families the
+    versioned store does not have."""
+    if set(runs) - {"default", METADATA_CF}:
+        return None
+    stream_time = NO_TIMESTAMP
+    if METADATA_CF in runs:
+        for key, value in zip(*(a.to_pylist() for a in runs[METADATA_CF]), strict=True):
+            if key == STREAM_TIME_KEY:
+                stream_time = int.from_bytes(value, "big", signed=True)
+    if "default" not in runs or len(runs["default"][0]) == 0:
+        return _WIDE.empty_table(), stream_time
+    physical, raws = (_Bytes(a) for a in runs["default"])
+    prefixes = physical.longs_at(physical.starts)
+    latest = prefixes == int.from_bytes(LATEST_PREFIX, "big", signed=True)
+    # Latest values: key after the prefix, timestamp then value.
+    rows_l = np.flatnonzero(latest)
+    latest_keys = physical.slices(physical.starts[rows_l] + TIMESTAMP_SIZE,
+                                  physical.lengths[rows_l] - TIMESTAMP_SIZE)  # fmt: skip
+    latest_stamps = raws.longs_at(raws.starts[rows_l])
+    latest_values = raws.slices(raws.starts[rows_l] + TIMESTAMP_SIZE,
+                                raws.lengths[rows_l] - TIMESTAMP_SIZE)  # fmt: skip
+    # Segment rows: every entry, newest first within its row.
+    rows_s = np.flatnonzero(~latest)
+    row_of, valid_from, valid_to, value_at, size = _segment_entries(raws, rows_s)
+    segment_keys = physical.slices(physical.starts + TIMESTAMP_SIZE,
+                                   physical.lengths - TIMESTAMP_SIZE)  # fmt: skip
+    entry_keys = segment_keys.take(pa.array(row_of))
+    tombstone = size < 0
+    entry_values = raws.slices(value_at, np.maximum(size, 0), nulls=tombstone)
+    records = pa.table(
+        [
+            pa.concat_arrays([latest_keys, entry_keys]),
+            pa.concat_arrays([latest_values, entry_values]),
+            pa.array(np.concatenate([latest_stamps, valid_from]), _TIME),
+        ],
+        schema=_WIDE,
+    )
+    # An entry's end that no record of its key starts at is a delete (Kafka files a delete
+    # only as the end of the version before it, or as a tombstone entry ending at the next).
+    ends = pa.table(
+        [entry_keys, pa.nulls(len(valid_to), _BYTES), pa.array(valid_to, _TIME)], schema=_WIDE
+    )
+    both = pa.concat_tables([records, ends]).combine_chunks()
+    implied = np.zeros(both.num_rows, dtype=bool)
+    implied[records.num_rows :] = True
+    order = pc.sort_indices(
+        both.append_column("__implied", pa.array(implied)),
+        sort_keys=[("key", "ascending"), ("timestamp", "ascending"), ("__implied", "ascending")],
+    )
+    both, implied = both.take(order), implied[order.to_numpy()]
+    keys, stamps = both.column("key").combine_chunks(), both.column("timestamp").to_numpy()
+    same = np.zeros(len(stamps), dtype=bool)
+    if len(stamps) > 1:
+        same[1:] = (stamps[1:] == stamps[:-1]) & pc.equal(
+            keys.slice(1), keys.slice(0, len(stamps) - 1)
+        ).to_numpy(zero_copy_only=False)
+    both = both.filter(pa.array(~(implied & same)))
+    return both.take(pc.sort_indices(both.column("timestamp"))), stream_time
+
+
+class _Bytes:
+    """A binary Arrow array's bytes and offsets as numpy arrays, for reading many rows at once."""
+
+    def __init__(self, array: pa.Array | pa.ChunkedArray) -> None:
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        array = array.cast(_BYTES)
+        _, offsets, data = array.buffers()
+        bounds = np.frombuffer(offsets, dtype=np.int64)[
+            array.offset : array.offset + len(array) + 1
+        ]
+        self.buffer = data if data is not None else pa.py_buffer(b"")
+        self.data = np.frombuffer(self.buffer, dtype=np.uint8)
+        self.starts = bounds[:-1]
+        self.lengths = np.diff(bounds)
+
+    def longs_at(self, positions: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The big-endian signed 64-bit integers at ``positions``."""
+        return self._at(positions, 8).view(">i8").ravel().astype(np.int64)
+
+    def ints_at(self, positions: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The big-endian signed 32-bit integers at ``positions``."""
+        return self._at(positions, 4).view(">i4").ravel().astype(np.int64)
+
+    def _at(self, positions: np.ndarray[Any, Any], width: int) -> np.ndarray[Any, Any]:
+        if len(positions) and (positions.min() < 0 or positions.max() + width > len(self.data)):
+            raise CorruptDataError("a versioned snapshot row is shorter than its layout says")
+        return np.ascontiguousarray(self.data[positions[:, None] + np.arange(width)])
+
+    def slices(
+        self,
+        starts: np.ndarray[Any, Any],
+        lengths: np.ndarray[Any, Any],
+        nulls: np.ndarray[Any, Any] | None = None,
+    ) -> pa.Array:
+        """A large binary array of the byte ranges ``[starts[i], starts[i] + lengths[i])``,
+        which do not overlap."""
+        if len(lengths) and (lengths.min() < 0 or (starts + lengths).max() > len(self.data)):
+            raise CorruptDataError("a versioned snapshot row is shorter than its layout says")
+        ascending = bool(np.all(starts[1:] >= starts[:-1]))
+        order = None if ascending else np.argsort(starts, kind="stable")
+        if order is not None:
+            starts, lengths = starts[order], lengths[order]
+        # Over the same buffer, an array whose elements alternate between the gap before a
+        # range and the range itself; keeping every second element copies the ranges once.
+        bounds = np.empty(2 * len(lengths) + 1, dtype=np.int64)
+        bounds[0] = 0
+        bounds[1::2] = starts
+        bounds[2::2] = starts + lengths
+        interleaved = pa.LargeBinaryArray.from_buffers(
+            _BYTES, 2 * len(lengths), [None, pa.py_buffer(bounds), self.buffer]
+        )
+        every_second = np.zeros(2 * len(lengths), dtype=bool)
+        every_second[1::2] = True
+        array = interleaved.filter(pa.array(every_second))
+        if order is not None:
+            array = array.take(pa.array(np.argsort(order)))
+        if nulls is not None and nulls.any():
+            array = pc.if_else(pa.array(nulls), pa.scalar(None, _BYTES), array)
+        return array
+
+
+def _segment_entries(
+    raws: _Bytes, rows: np.ndarray[Any, Any]
+) -> tuple[_Ints, _Ints, _Ints, _Ints, _Ints]:
+    """Every entry of the segment rows ``rows``: (row, valid_from, valid_to, where its value
+    starts, its size (-1: a tombstone)). A row is ``next_ts, min_ts``, then entries ``(ts,
+    size)`` newest first down to the one at ``min_ts``, then the values oldest first."""
+    starts, ends = raws.starts[rows], raws.starts[rows] + raws.lengths[rows]
+    next_ts = raws.longs_at(starts)
+    min_ts = raws.longs_at(starts + TIMESTAMP_SIZE)
+    found: list[tuple[_Ints, ...]] = []
+    active = np.arange(len(rows))
+    value_end = ends.copy()  # values are read from the row's end backwards
+    valid_to = next_ts.copy()
+    entry = 0
+    while len(active):
+        at = starts[active] + 2 * TIMESTAMP_SIZE + entry * 12
+        if (at + 12 > ends[active]).any():
+            raise CorruptDataError("segment row ends before its min_timestamp entry")
+        stamps, sizes = raws.longs_at(at), raws.ints_at(at + TIMESTAMP_SIZE)
+        value_from = value_end[active] - np.maximum(sizes, 0)
+        found.append((active, stamps, valid_to[active], value_from, sizes))
+        value_end[active] = value_from
+        valid_to[active] = stamps
+        active = active[stamps != min_ts[active]]
+        entry += 1
+    if not found:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty, empty
+    row_of, valid_from, valid_tos, value_at, size = (np.concatenate(c) for c in zip(*found))
+    return row_of, valid_from, valid_tos, value_at, size
+
+
 def _in_apply_order(commits: list[pa.Table]) -> pa.Table:
     """All records in the order the store applies them (see ``kinds._versioned_apply``)."""
     ordered = []
@@ -129,9 +306,6 @@ def _in_apply_order(commits: list[pa.Table]) -> pa.Table:
         )
         ordered.append(table.take(order))
     return pa.concat_tables(ordered).combine_chunks() if ordered else _WIDE.empty_table()
-
-
-_Ints = np.ndarray[Any, Any]
 
 
 def _history(rows: pa.Table) -> tuple[pa.Array, pa.Array, _Ints, _Ints, _Ints] | None:
@@ -177,4 +351,4 @@ def _segment_ids(stamps: _Ints, interval: int) -> _Ints:
     return np.where(stamps >= 0, quotient, -quotient)
 
 
-__all__ = ["RAW", "versioned_read"]
+__all__ = ["RAW", "snapshot_records", "versioned_read"]

@@ -9,13 +9,15 @@ import itertools
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catalog import Catalog
+from catalog.compaction import dump
 from catalog.kinds import VERSIONED, Scan
-from catalog.versioned_columns import versioned_read
+from catalog.versioned_columns import snapshot_records, versioned_read
 from stores.rocksdb_bytes import RocksDBBytesStore
 from tests.stores.test_versioned_model import CONFIGS
 
@@ -126,3 +128,51 @@ def test_a_tombstone_tied_with_a_put_is_read_through_the_store(catalog: Catalog)
                              {"timestamp": pa.array([10], pa.int64())}))  # fmt: skip
     # Kafka's store answers (the computation declines a tombstone tied with a put).
     assert [(r["key"], r["value"]) for r in table.to_arrow().to_pylist()] == [("b", 2)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    config=st.sampled_from(CONFIGS),
+    before=st.lists(st.lists(records, max_size=8), min_size=1, max_size=4),
+    after=st.lists(st.lists(records, max_size=8), max_size=3),
+)
+def test_columnar_reads_from_a_snapshot_equal_the_store(
+    tmp_path_factory: pytest.TempPathFactory,
+    config: tuple[int, int],
+    before: list[list[Record]],
+    after: list[list[Record]],
+) -> None:
+    """Kafka's rows dumped by a compaction, turned back into records, then a tail applied."""
+    retention, interval = config
+    params = {"history_retention_ms": retention, "segment_interval_ms": interval}
+    path = tmp_path_factory.mktemp(f"v{next(_COUNTER)}")
+    db = RocksDBBytesStore(str(path), VERSIONED.column_families(params))
+    store = VERSIONED.open(db, params)
+    try:
+        for table in map(_table, before):
+            VERSIONED.apply(store, table, params)
+        db.commit()
+        snapshot = dump(db, VERSIONED.column_families(params))
+        runs = {
+            family: (snapshot.filter(pc.equal(snapshot.column("cf"), family)).column("key"),
+                     snapshot.filter(pc.equal(snapshot.column("cf"), family)).column("value"))
+            for family in set(snapshot.column("cf").to_pylist())
+        }  # fmt: skip
+        base = snapshot_records(runs)
+        assert base is not None
+        tail = [_table(c) for c in after]
+        for table in tail:
+            VERSIONED.apply(store, table, params)
+        stamps = [r[2] for c in before + after for r in c]
+        for scan in _scans(stamps):
+            computed = versioned_read(
+                tail, retention, interval, base=base, as_of=scan.as_of,
+                all_versions=scan.all_versions, time_from=scan.time_from, time_to=scan.time_to,
+            )  # fmt: skip
+            if computed is None:
+                assert _declines(before + after, retention)
+                return
+            expected = [row for b in VERSIONED.scan(store, scan, params) for row in b.to_pylist()]
+            assert computed.to_pylist() == expected, scan
+    finally:
+        db.close()
