@@ -54,6 +54,19 @@ OPTIONS = (
     "toTimestamp",
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
+#: Properties of a catalog table (Spark's reserved table properties), which Spark hands a Python
+#: source instead of the table's options when ``CREATE TABLE`` declares no columns.
+TABLE_PROPERTIES = frozenset(
+    {"owner", "provider", "location", "comment", "external", "is_managed_location", "collation"}
+)
+#: How to use a catalog table: columns declared, options per query.
+CATALOG_TABLE_HINT = (
+    "a catalog table declares its columns (CREATE TABLE t (key STRING, value DOUBLE, "
+    "timestamp TIMESTAMP) USING state_store) and takes its options per query, because Spark "
+    "does not pass a table's OPTIONS to a Python source: SELECT * FROM t WITH ('store' = "
+    "'rates'), INSERT INTO t WITH ('store' = 'rates') SELECT ...; or use a temporary view "
+    "(CREATE TEMPORARY VIEW v USING state_store OPTIONS (store 'rates'))"
+)
 #: Options that shape a store when a write creates it.
 CREATION_OPTIONS = (
     "kind",
@@ -127,6 +140,12 @@ class StoreOptions:
         given: dict[str, str] = {}
         for raw_name, value in options.items():
             name = _BY_LOWER.get(raw_name.lower())
+            if name is None and raw_name.lower() in TABLE_PROPERTIES:
+                raise InvalidOptionError(
+                    f"Spark passed catalog table property {raw_name!r} instead of options: "
+                    f"{CATALOG_TABLE_HINT}",
+                    code="CATALOG_TABLE_OPTIONS",
+                )
             if name is None:
                 close = difflib.get_close_matches(raw_name.lower(), list(_BY_LOWER), n=1)
                 hint = f"; did you mean {_BY_LOWER[close[0]]!r}?" if close else ""
@@ -146,7 +165,10 @@ class StoreOptions:
         if not name and "list" not in given:
             raise InvalidOptionError(
                 "no store named: set option 'store' (.option('store', 'rates')) "
-                "or pass the name to load('rates') / save('rates')"
+                "or pass the name to load('rates') / save('rates'); in SQL, "
+                f"OPTIONS (store 'rates') of a temporary view. If this is a catalog table: "
+                f"{CATALOG_TABLE_HINT}",
+                code="MISSING_OPTION",
             )
         return cls(
             store=check_store_name(name) if name else "",

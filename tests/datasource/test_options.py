@@ -83,3 +83,12 @@ def test_window_options_booleans_and_start_range() -> None:
     }
     scan = options.scan()
     assert (scan.as_of, scan.time_from, scan.time_to) == (None, 1_714_521_600_000, 1_714_521_600_001)
+
+
+def test_a_catalog_table_s_properties_and_missing_options_say_how_catalog_tables_work() -> None:
+    # CREATE TABLE t USING state_store (no columns): Spark asks for the schema with these.
+    with pytest.raises(InvalidOptionError, match=r"\[CATALOG_TABLE_OPTIONS\] .*'owner'.*declares its columns"):
+        StoreOptions.parse({"owner": "root", "provider": "state_store"})
+    # SELECT * FROM t (no WITH): no options at all.
+    with pytest.raises(InvalidOptionError, match=r"\[MISSING_OPTION\] no store named.*WITH \('store' = 'rates'\)"):
+        StoreOptions.parse({})
