@@ -46,21 +46,27 @@ HOOKS = frozenset(
 T = TypeVar("T", bound=type)
 
 
-def _worker_dirs() -> tuple[str, ...]:
+def _worker_entries() -> tuple[tuple[str, ...], str]:
+    """The files of Spark's Python worker entry points (each reports an exception to the JVM
+    and exits: ``pyspark.worker``, ``pyspark.sql.worker.*``, the streaming source runner)."""
     import pyspark
 
     root = os.path.dirname(os.path.abspath(pyspark.__file__))
-    return (os.path.join(root, "worker.py"), os.path.join(root, "sql", "worker") + os.sep)
+    files = (
+        os.path.join(root, "worker.py"),
+        os.path.join(root, "sql", "streaming", "python_streaming_source_runner.py"),
+    )
+    return files, os.path.join(root, "sql", "worker") + os.sep
 
 
 def in_spark_worker() -> bool:
-    """Whether this call runs under a Spark Python worker's main loop (which reports an
+    """Whether this call runs under a Spark Python worker's entry point (which reports an
     exception to the JVM and exits)."""
-    dirs = _worker_dirs()
+    files, folder = _worker_entries()
     frame = sys._getframe(1)
     while frame is not None:
         name = os.path.abspath(frame.f_code.co_filename)
-        if name == dirs[0] or name.startswith(dirs[1]):
+        if name in files or name.startswith(folder):
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False
