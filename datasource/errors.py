@@ -47,16 +47,18 @@ T = TypeVar("T", bound=type)
 
 
 def _worker_entries() -> tuple[tuple[str, ...], str]:
-    """The files of Spark's Python worker entry points (each reports an exception to the JVM
-    and exits: ``pyspark.worker``, ``pyspark.sql.worker.*``, the streaming source runner)."""
+    """The files of Spark's Python worker entry points that report an exception to the JVM and
+    exit: ``pyspark.worker`` and ``pyspark.sql.worker.*``.
+
+    Not the streaming source runner (``pyspark.sql.streaming.python_streaming_source_runner``):
+    in PySpark 4.3, when creating the stream reader fails, its ``finally: reader.stop()`` raises
+    an ``UnboundLocalError`` that replaces our error, which then shows only as that error's
+    context, in the traceback: hiding it would hide our message.
+    """
     import pyspark
 
     root = os.path.dirname(os.path.abspath(pyspark.__file__))
-    files = (
-        os.path.join(root, "worker.py"),
-        os.path.join(root, "sql", "streaming", "python_streaming_source_runner.py"),
-    )
-    return files, os.path.join(root, "sql", "worker") + os.sep
+    return (os.path.join(root, "worker.py"),), os.path.join(root, "sql", "worker") + os.sep
 
 
 def in_spark_worker() -> bool:

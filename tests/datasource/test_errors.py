@@ -35,8 +35,12 @@ def from_worker(call: Any) -> Any:
 
 @pytest.fixture(autouse=True)
 def clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SPARK_HIDE_TRACEBACK", raising=False)
-    monkeypatch.delenv("STATE_STORE_TRACEBACK", raising=False)
+    # setenv first, so that the variables' absence is restored after the test even though
+    # ``surfaced`` sets one behind monkeypatch's back (a Spark session started later by this
+    # process would pass it to its workers).
+    for name in ("SPARK_HIDE_TRACEBACK", "STATE_STORE_TRACEBACK"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
 
 
 def test_our_error_in_a_worker_asks_for_its_line_only() -> None:
