@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.span_columns import session_read, window_read
+from catalog.span_columns import session_base, session_read, window_base, window_read
 from catalog.versioned_columns import snapshot_records, versioned_read
 from stores.errors import InvalidOptionError
 from stores.key_value import KeyValueStore
@@ -347,12 +347,8 @@ def _ts_scan_columns(
     if not scan.is_full or runs:
         return None
     names = _ts_layout(params).changelog_schema().names
-    parts = [
-        _time_order(t.select(names), "timestamp").cast(
-            pa.schema([pa.field(n, pa.large_binary() if n != "timestamp" else _TIME) for n in names])
-        )
-        for t in commits
-    ]
+    wide = pa.schema([pa.field(n, _TIME if n == "timestamp" else pa.large_binary()) for n in names])
+    parts = [_time_order(t.select(names), "timestamp").cast(wide) for t in commits]
     if not parts:
         return _ts_layout(params).raw_schema().empty_table()
     # Kafka's timestamped store overwrites on every put: in apply order, the last write wins.
@@ -575,9 +571,10 @@ def _window_scan_columns(
     params: dict[str, Any],
     scan: Scan,
 ) -> pa.Table | None:
-    if runs:  # a snapshot holds Kafka's rows, maybe in a legacy layout: RocksDB reads them
+    base = window_base(runs, params, _window_class(params).column_families()) if runs else None
+    if runs and base is None:
         return None
-    return window_read(commits, params, scan.time_from, scan.time_to)
+    return window_read(commits, params, scan.time_from, scan.time_to, base)
 
 
 WINDOW = StoreKind(
@@ -640,9 +637,10 @@ def _session_scan_columns(
     params: dict[str, Any],
     scan: Scan,
 ) -> pa.Table | None:
-    if runs:
+    base = session_base(runs, params, _session_class(params).column_families()) if runs else None
+    if runs and base is None:
         return None
-    return session_read(commits, params, scan.time_from, scan.time_to)
+    return session_read(commits, params, scan.time_from, scan.time_to, base)
 
 
 SESSION = StoreKind(

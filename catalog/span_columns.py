@@ -11,23 +11,29 @@ after the commits' puts is a function of the records alone:
 | expiry | a row whose segment is dead when it arrives is dropped, and dead segments are deleted; a scan starts at stream time minus retention plus 1 (Kafka's ``actualFrom``), which every dropped or deleted row lies below | a filter at the end |
 | order | segment by segment, then by store key bytes (windows); by store key bytes (sessions) | a sort on the store keys, built in Arrow |
 
-A partition that starts from a snapshot (Kafka's rows, maybe in a legacy value layout) is
-declined (None), and so is a window store whose sequence numbers would wrap: RocksDB serves
-them.
+A snapshot (``catalog.compaction``) holds the store's own rows: ``window_base`` and
+``session_base`` decode them all at once (``catalog.byte_columns``) into the state the tail
+applies to, with the snapshot's stream time and last sequence number. A snapshot with rows in
+a legacy column family (an older value layout that RocksDB converts as it reads), and a window
+store whose sequence numbers would wrap, are declined (None): RocksDB serves them.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog.byte_columns import ByteColumn
 from stores._window_bulk import EXPIRED_SEGMENT_WARNING
 from stores.records import UNKNOWN_TIMESTAMP
-from stores.window_format import MAX_LONG, MAX_SEQNUM
+from stores.segments import PREFIX_SIZE as _PREFIX
+from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY
+from stores.window_format import MAX_LONG, MAX_SEQNUM, SEQNUM_KEY
 
 _TIME = pa.int64()
 _BYTES = pa.large_binary()
@@ -37,24 +43,36 @@ _NO_TIMESTAMP = -1
 
 
 def window_read(
-    commits: list[pa.Table], params: dict[str, Any], time_from: int | None, time_to: int | None
+    commits: list[pa.Table],
+    params: dict[str, Any],
+    time_from: int | None,
+    time_to: int | None,
+    base: SpanBase | None = None,
 ) -> pa.Table | None:
-    """What a window store built from ``commits`` scans for windows starting in
-    ``[time_from, time_to]`` (None: open): the kind's raw columns (key, value, window_start,
-    window_end[, timestamp][, headers]) in Kafka's order; None to decline (module doc)."""
+    """What a window store built from ``commits`` (after ``base``, a snapshot's state) scans
+    for windows starting in ``[time_from, time_to]`` (None: open): the kind's raw columns (key,
+    value, window_start, window_end[, timestamp][, headers]) in Kafka's order; None to decline
+    (module doc)."""
     timestamped, headers = bool(params.get("timestamped")), bool(params.get("headers"))
     extra = (["timestamp"] if timestamped else []) + (["headers"] if headers else [])
-    rows = _in_apply_order(commits, ["key", "value", "window_start", *extra], "window_start")
+    names = ["key", "value", "window_start", *extra]
+    base = base or SpanBase.empty(names)
+    rows = _in_apply_order(commits, names, "window_start")
     retention, size = params["retention_ms"], params["window_size_ms"]
     if params.get("retain_duplicates"):
         rows = rows.filter(pc.is_valid(rows.column("value")))  # Kafka: no deletes of duplicates
-        if rows.num_rows > MAX_SEQNUM:
+        if base.last_seqnum + rows.num_rows > MAX_SEQNUM:
             return None
-        seqnums = np.arange(1, rows.num_rows + 1, dtype=np.int64)
+        seqnums = np.arange(1, rows.num_rows + 1, dtype=np.int64) + base.last_seqnum
     else:
         seqnums = np.zeros(rows.num_rows, dtype=np.int64)
     starts = rows.column("window_start").to_numpy()
-    stream_time = _stream_time(starts, retention, params["segment_interval_ms"], "window")
+    stream_time = _stream_time(
+        starts, retention, params["segment_interval_ms"], "window", base.stream_time
+    )
+    rows = pa.concat_tables([base.rows.select(names).cast(rows.schema), rows]).combine_chunks()
+    seqnums = np.concatenate([base.seqnums, seqnums])
+    starts = rows.column("window_start").to_numpy()
     store_keys = _store_keys(rows.column("key"), [(starts, 8), (seqnums, 4)])
     rows, store_keys = _last_writes(rows, store_keys)
     starts = rows.column("window_start").to_numpy()
@@ -82,18 +100,25 @@ def window_read(
 
 
 def session_read(
-    commits: list[pa.Table], params: dict[str, Any], time_from: int | None, time_to: int | None
+    commits: list[pa.Table],
+    params: dict[str, Any],
+    time_from: int | None,
+    time_to: int | None,
+    base: SpanBase | None = None,
 ) -> pa.Table | None:
-    """What a session store built from ``commits`` scans for sessions starting in
-    ``[time_from, time_to]`` (None: open): key, value, session_start, session_end[, headers]
-    in Kafka's order."""
+    """What a session store built from ``commits`` (after ``base``) scans for sessions
+    starting in ``[time_from, time_to]`` (None: open): key, value, session_start, session_end
+    [, headers] in Kafka's order."""
     extra = ["headers"] if params.get("headers") else []
     names = ["key", "value", "session_start", "session_end", *extra]
+    base = base or SpanBase.empty(names)
     rows = _in_apply_order(commits, names, "session_end")
     ends = rows.column("session_end").to_numpy()
     stream_time = _stream_time(
-        ends, params["retention_ms"], params["segment_interval_ms"], "session"
+        ends, params["retention_ms"], params["segment_interval_ms"], "session", base.stream_time
     )
+    rows = pa.concat_tables([base.rows.select(names).cast(rows.schema), rows]).combine_chunks()
+    ends = rows.column("session_end").to_numpy()
     starts = rows.column("session_start").to_numpy()
     store_keys = _store_keys(rows.column("key"), [(ends, 8), (starts, 8)])
     rows, store_keys = _last_writes(rows, store_keys)
@@ -109,6 +134,103 @@ def session_read(
     return rows.take(pc.sort_indices(store_keys)).select(names)
 
 
+@dataclass(frozen=True)
+class SpanBase:
+    """A window or session store's state from a snapshot: its rows (the read's columns but
+    ``window_end``), their sequence numbers (windows), stream time and last sequence number."""
+
+    rows: pa.Table
+    seqnums: np.ndarray[Any, Any]
+    stream_time: int
+    last_seqnum: int = 0
+
+    @staticmethod
+    def empty(names: list[str]) -> SpanBase:
+        schema = pa.schema([pa.field(n, _TIME if n in _TIMES else _BYTES) for n in names])
+        return SpanBase(schema.empty_table(), np.zeros(0, dtype=np.int64), _NO_TIMESTAMP)
+
+
+def window_base(runs: dict[str, tuple[pa.Array, pa.Array]], params: dict[str, Any],
+                families: tuple[str, ...]) -> SpanBase | None:  # fmt: skip
+    """A window store's snapshot rows as ``SpanBase`` (``window_format``'s layouts); None if a
+    legacy column family holds rows (RocksDB converts them)."""
+    meta = _metadata(runs, families)
+    if meta is None:
+        return None
+    stream_time, seqnum_raw = meta
+    last_seqnum = 0 if seqnum_raw is None else int.from_bytes(seqnum_raw, "big", signed=True)
+    timestamped, headers = bool(params.get("timestamped")), bool(params.get("headers"))
+    names = ["key", "value", "window_start"] + (["timestamp"] if timestamped else [])
+    names += ["headers"] if headers else []
+    if families[0] not in runs:
+        return replace(SpanBase.empty(names), stream_time=stream_time, last_seqnum=last_seqnum)
+    physical, raws = (ByteColumn(a) for a in runs[families[0]])
+    ends = physical.starts + physical.lengths
+    columns: dict[str, pa.Array] = {
+        "key": physical.slices(physical.starts + _PREFIX, physical.lengths - _PREFIX - 12),
+        "window_start": pa.array(physical.longs_at(ends - 12), _TIME),
+    }
+    seqnums = physical.ints_at(ends - 4)
+    columns.update(_values(raws, timestamped, headers))
+    return SpanBase(pa.table({n: columns[n] for n in names}), seqnums, stream_time, last_seqnum)
+
+
+def session_base(runs: dict[str, tuple[pa.Array, pa.Array]], params: dict[str, Any],
+                 families: tuple[str, ...]) -> SpanBase | None:  # fmt: skip
+    """A session store's snapshot rows as ``SpanBase`` (``session_format``'s layouts)."""
+    meta = _metadata(runs, families)
+    if meta is None:
+        return None
+    headers = bool(params.get("headers"))
+    names = ["key", "value", "session_start", "session_end"] + (["headers"] if headers else [])
+    if families[0] not in runs:
+        return replace(SpanBase.empty(names), stream_time=meta[0])
+    physical, raws = (ByteColumn(a) for a in runs[families[0]])
+    ends = physical.starts + physical.lengths
+    columns: dict[str, pa.Array] = {
+        "key": physical.slices(physical.starts + _PREFIX, physical.lengths - _PREFIX - 16),
+        "session_end": pa.array(physical.longs_at(ends - 16), _TIME),
+        "session_start": pa.array(physical.longs_at(ends - 8), _TIME),
+    }
+    columns.update(_values(raws, False, headers))
+    rows = pa.table({n: columns[n] for n in names})
+    return SpanBase(rows, np.zeros(rows.num_rows, dtype=np.int64), meta[0])
+
+
+def _metadata(
+    runs: dict[str, tuple[pa.Array, pa.Array]], families: tuple[str, ...]
+) -> tuple[int, bytes | None] | None:
+    """(stream time, last sequence number bytes) of a snapshot whose rows are all in the data
+    family (``families[0]``) or the metadata one; None otherwise."""
+    if any(len(runs[f][0]) for f in runs if f not in (families[0], SEGMENTS_META_CF)):
+        return None
+    found = {}
+    if SEGMENTS_META_CF in runs:
+        keys, values = (a.to_pylist() for a in runs[SEGMENTS_META_CF])
+        found = dict(zip(keys, values, strict=True))
+    raw_time = found.get(STREAM_TIME_KEY)
+    stream_time = (
+        _NO_TIMESTAMP if raw_time is None else int.from_bytes(raw_time, "big", signed=True)
+    )
+    return stream_time, found.get(SEQNUM_KEY)
+
+
+def _values(raws: ByteColumn, timestamped: bool, headers: bool) -> dict[str, pa.Array]:
+    """Value, timestamp and headers columns of values in a store's layout: ``[varint size]
+    [headers]`` if ``headers``, then ``[timestamp 8]`` if ``timestamped``, then the value."""
+    at, ends = raws.starts, raws.starts + raws.lengths
+    out: dict[str, pa.Array] = {}
+    if headers:
+        size, width = raws.varints_at(at)
+        out["headers"] = raws.slices(at + width, size)
+        at = at + width + size
+    if timestamped:
+        out["timestamp"] = pa.array(raws.longs_at(at), _TIME)
+        at = at + 8
+    out["value"] = raws.slices(at, ends - at)
+    return out
+
+
 def _in_apply_order(commits: list[pa.Table], names: list[str], time: str) -> pa.Table:
     """The rows of every commit in the order the store applies them (``kinds._time_order``),
     keys, values and headers as large binaries."""
@@ -118,12 +240,14 @@ def _in_apply_order(commits: list[pa.Table], names: list[str], time: str) -> pa.
     return pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table()
 
 
-def _stream_time(times: np.ndarray[Any, Any], retention: int, interval: int, kind: str) -> int:
-    """The store's stream time after ``times`` (segment times in apply order); logs Kafka's
-    warning for the records dropped on arrival, as the store's bulk put does."""
+def _stream_time(
+    times: np.ndarray[Any, Any], retention: int, interval: int, kind: str, start: int
+) -> int:
+    """The store's stream time after ``times`` (segment times in apply order) from ``start``;
+    logs Kafka's warning for the records dropped on arrival, as the store's bulk put does."""
     if not len(times):
-        return _NO_TIMESTAMP
-    reached = np.maximum.accumulate(np.maximum(times, _NO_TIMESTAMP))
+        return start
+    reached = np.maximum.accumulate(np.maximum(times, start))
     dropped = int((_java_div(times, interval) < _java_div(reached - retention, interval)).sum())
     if dropped:
         logging.getLogger(f"stores.{kind}").warning(
@@ -188,4 +312,4 @@ def _known(stamps: pa.Array) -> pa.Array:
     return pc.if_else(pc.equal(stamps, UNKNOWN_TIMESTAMP), pa.scalar(None, _TIME), stamps)
 
 
-__all__ = ["session_read", "window_read"]
+__all__ = ["SpanBase", "session_base", "session_read", "window_base", "window_read"]

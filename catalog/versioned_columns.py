@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog.byte_columns import ByteColumn
 from stores.errors import CorruptDataError
 from stores.versioned_format import (
     LATEST_PREFIX,
@@ -151,7 +152,7 @@ def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> tuple[pa.Tab
                 stream_time = int.from_bytes(value, "big", signed=True)
     if "default" not in runs or len(runs["default"][0]) == 0:
         return _WIDE.empty_table(), stream_time
-    physical, raws = (_Bytes(a) for a in runs["default"])
+    physical, raws = (ByteColumn(a) for a in runs["default"])
     prefixes = physical.longs_at(physical.starts)
     latest = prefixes == int.from_bytes(LATEST_PREFIX, "big", signed=True)
     # Latest values: key after the prefix, timestamp then value.
@@ -200,70 +201,8 @@ def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> tuple[pa.Tab
     return both.take(pc.sort_indices(both.column("timestamp"))), stream_time
 
 
-class _Bytes:
-    """A binary Arrow array's bytes and offsets as numpy arrays, for reading many rows at once."""
-
-    def __init__(self, array: pa.Array | pa.ChunkedArray) -> None:
-        if isinstance(array, pa.ChunkedArray):
-            array = array.combine_chunks()
-        array = array.cast(_BYTES)
-        _, offsets, data = array.buffers()
-        bounds = np.frombuffer(offsets, dtype=np.int64)[
-            array.offset : array.offset + len(array) + 1
-        ]
-        self.buffer = data if data is not None else pa.py_buffer(b"")
-        self.data = np.frombuffer(self.buffer, dtype=np.uint8)
-        self.starts = bounds[:-1]
-        self.lengths = np.diff(bounds)
-
-    def longs_at(self, positions: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """The big-endian signed 64-bit integers at ``positions``."""
-        return self._at(positions, 8).view(">i8").ravel().astype(np.int64)
-
-    def ints_at(self, positions: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """The big-endian signed 32-bit integers at ``positions``."""
-        return self._at(positions, 4).view(">i4").ravel().astype(np.int64)
-
-    def _at(self, positions: np.ndarray[Any, Any], width: int) -> np.ndarray[Any, Any]:
-        if len(positions) and (positions.min() < 0 or positions.max() + width > len(self.data)):
-            raise CorruptDataError("a versioned snapshot row is shorter than its layout says")
-        return np.ascontiguousarray(self.data[positions[:, None] + np.arange(width)])
-
-    def slices(
-        self,
-        starts: np.ndarray[Any, Any],
-        lengths: np.ndarray[Any, Any],
-        nulls: np.ndarray[Any, Any] | None = None,
-    ) -> pa.Array:
-        """A large binary array of the byte ranges ``[starts[i], starts[i] + lengths[i])``,
-        which do not overlap."""
-        if len(lengths) and (lengths.min() < 0 or (starts + lengths).max() > len(self.data)):
-            raise CorruptDataError("a versioned snapshot row is shorter than its layout says")
-        ascending = bool(np.all(starts[1:] >= starts[:-1]))
-        order = None if ascending else np.argsort(starts, kind="stable")
-        if order is not None:
-            starts, lengths = starts[order], lengths[order]
-        # Over the same buffer, an array whose elements alternate between the gap before a
-        # range and the range itself; keeping every second element copies the ranges once.
-        bounds = np.empty(2 * len(lengths) + 1, dtype=np.int64)
-        bounds[0] = 0
-        bounds[1::2] = starts
-        bounds[2::2] = starts + lengths
-        interleaved = pa.LargeBinaryArray.from_buffers(
-            _BYTES, 2 * len(lengths), [None, pa.py_buffer(bounds), self.buffer]
-        )
-        every_second = np.zeros(2 * len(lengths), dtype=bool)
-        every_second[1::2] = True
-        array = interleaved.filter(pa.array(every_second))
-        if order is not None:
-            array = array.take(pa.array(np.argsort(order)))
-        if nulls is not None and nulls.any():
-            array = pc.if_else(pa.array(nulls), pa.scalar(None, _BYTES), array)
-        return array
-
-
 def _segment_entries(
-    raws: _Bytes, rows: np.ndarray[Any, Any]
+    raws: ByteColumn, rows: np.ndarray[Any, Any]
 ) -> tuple[_Ints, _Ints, _Ints, _Ints, _Ints]:
     """Every entry of the segment rows ``rows``: (row, valid_from, valid_to, where its value
     starts, its size (-1: a tombstone)). A row is ``next_ts, min_ts``, then entries ``(ts,

@@ -1,6 +1,7 @@
 """Window and session stores' scans computed from columns (``catalog.span_columns``) against
-the stores themselves: for any commits of puts, deletes, late and expired records, and any
-start range, the rows and their order are what Kafka's segmented store in RocksDB scans."""
+the stores themselves: for any commits of puts, deletes, late and expired records, from the
+start or from a snapshot taken after some of them, and any start range, the rows and their
+order are what Kafka's segmented store in RocksDB scans."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import itertools
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from catalog.compaction import dump
 from catalog.kinds import SESSION, WINDOW, Scan, StoreKind
-from catalog.span_columns import session_read, window_read
+from catalog.span_columns import session_base, session_read, window_base, window_read
 from stores.headers_format import encode_headers
 from stores.rocksdb_bytes import RocksDBBytesStore
 
@@ -57,18 +60,40 @@ def _scans(times: list[int]) -> list[Scan]:
             *(Scan(time_from=a, time_to=b) for a, b in itertools.pairwise(bounds))]  # fmt: skip
 
 
-def _store_scan(kind: StoreKind, params: dict[str, Any], tables: list[pa.Table],
-                scans: list[Scan]) -> list[list[dict[str, Any]]]:  # fmt: skip
-    db = RocksDBBytesStore(str(_ROOT / f"s{next(_COUNTER)}"), kind.column_families(params))
+def _store_scan(
+    kind: StoreKind,
+    params: dict[str, Any],
+    tables: list[pa.Table],
+    scans: list[Scan],
+    snapshot_after: int | None = None,
+) -> tuple[list[list[dict[str, Any]]], dict[str, tuple[pa.Array, pa.Array]]]:
+    """Each scan of a store built from ``tables``, and (``snapshot_after``: once that many
+    were applied) the store's rows dumped as a compaction does, by column family."""
+    families = kind.column_families(params)
+    db = RocksDBBytesStore(str(_ROOT / f"s{next(_COUNTER)}"), families)
+    runs: dict[str, tuple[pa.Array, pa.Array]] = {}
     try:
         store = kind.open(db, params)
-        for table in tables:
+        for n, table in enumerate(tables):
+            if n == snapshot_after:
+                runs = _runs(db, families)
             kind.apply(store, table, params)
-        return [
-            [r for b in kind.scan(store, scan, params) for r in b.to_pylist()] for scan in scans
-        ]
+        if snapshot_after == len(tables):
+            runs = _runs(db, families)
+        scanned = [[r for b in kind.scan(store, s, params) for r in b.to_pylist()] for s in scans]
+        return scanned, runs
     finally:
         db.close()
+
+
+def _runs(db: RocksDBBytesStore, families: tuple[str, ...]) -> dict[str, tuple[pa.Array, pa.Array]]:
+    db.commit()
+    snapshot = dump(db, families)
+    runs = {}
+    for family in set(snapshot.column("cf").to_pylist()):
+        rows = snapshot.filter(pc.equal(snapshot.column("cf"), family))
+        runs[family] = (rows.column("key").combine_chunks(), rows.column("value").combine_chunks())
+    return runs
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -97,8 +122,11 @@ def test_window_scans_equal_the_store(params: dict[str, Any], data: st.DataObjec
             columns["headers"] = pa.array(headers, pa.binary())
         tables.append(pa.table(columns))
     scans = _scans([r[2] for c in commits for r in c])
-    for scan, expected in zip(scans, _store_scan(WINDOW, params, tables, scans)):
-        computed = window_read(tables, params, scan.time_from, scan.time_to)
+    cut = data.draw(st.integers(0, len(tables)))  # a snapshot after the first ``cut`` commits
+    expected_scans, runs = _store_scan(WINDOW, params, tables, scans, cut)
+    base = window_base(runs, params, WINDOW.column_families(params)) if runs else None
+    for scan, expected in zip(scans, expected_scans):
+        computed = window_read(tables[cut:], params, scan.time_from, scan.time_to, base)
         assert computed is not None
         assert computed.to_pylist() == expected, scan
 
@@ -118,7 +146,31 @@ def test_session_scans_equal_the_store(params: dict[str, Any], data: st.DataObje
             columns["headers"] = pa.array(headers, pa.binary())
         tables.append(pa.table(columns))
     scans = _scans([r[2] for c in commits for r in c])
-    for scan, expected in zip(scans, _store_scan(SESSION, params, tables, scans)):
-        computed = session_read(tables, params, scan.time_from, scan.time_to)
+    cut = data.draw(st.integers(0, len(tables)))
+    expected_scans, runs = _store_scan(SESSION, params, tables, scans, cut)
+    base = session_base(runs, params, SESSION.column_families(params)) if runs else None
+    for scan, expected in zip(scans, expected_scans):
+        computed = session_read(tables[cut:], params, scan.time_from, scan.time_to, base)
         assert computed is not None
         assert computed.to_pylist() == expected, scan
+
+
+def test_duplicates_after_a_snapshot_continue_its_sequence_numbers() -> None:
+    params = WINDOW.make_params(
+        {"window_size_ms": 5, "retention_ms": 100, "retain_duplicates": True}
+    )
+    first, second = (
+        pa.table(
+            {
+                "key": pa.array([b"a"]),
+                "value": pa.array([v]),
+                "window_start": pa.array([10], pa.int64()),
+            }
+        )  # fmt: skip
+        for v in (b"old", b"new")
+    )
+    (expected,), runs = _store_scan(WINDOW, params, [first, second], [Scan()], snapshot_after=1)
+    assert [r["value"] for r in expected] == [b"old", b"new"]  # both kept, in put order
+    base = window_base(runs, params, WINDOW.column_families(params))
+    computed = window_read([second], params, None, None, base)
+    assert computed is not None and computed.to_pylist() == expected

@@ -1,0 +1,106 @@
+"""Many binary values read at once with numpy: the decoding of Kafka's byte layouts in bulk.
+
+Snapshots (``catalog.compaction``) hold a store's RocksDB rows; reading them back as columns
+(``catalog.versioned_columns``, ``catalog.span_columns``) cuts fields out of every row. Doing
+that per row in Python costs a Python object per field; here each field is one numpy gather
+over all rows, and byte ranges become an Arrow array over the same buffer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from stores.errors import CorruptDataError
+
+_BYTES = pa.large_binary()
+Ints = np.ndarray[Any, Any]
+
+
+class ByteColumn:
+    """A binary Arrow array's bytes and offsets as numpy arrays, for reading many rows at once:
+    fixed-width integers at given positions, varints, and byte ranges cut out as a new array."""
+
+    def __init__(self, array: pa.Array | pa.ChunkedArray) -> None:
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        array = array.cast(_BYTES)
+        _, offsets, data = array.buffers()
+        bounds = np.frombuffer(offsets, dtype=np.int64)[
+            array.offset : array.offset + len(array) + 1
+        ]
+        self.buffer = data if data is not None else pa.py_buffer(b"")
+        self.data = np.frombuffer(self.buffer, dtype=np.uint8)
+        self.starts = bounds[:-1]
+        self.lengths = np.diff(bounds)
+
+    def longs_at(self, positions: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The big-endian signed 64-bit integers at ``positions``."""
+        return self._at(positions, 8).view(">i8").ravel().astype(np.int64)
+
+    def ints_at(self, positions: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The big-endian signed 32-bit integers at ``positions``."""
+        return self._at(positions, 4).view(">i4").ravel().astype(np.int64)
+
+    def _at(self, positions: np.ndarray[Any, Any], width: int) -> np.ndarray[Any, Any]:
+        if len(positions) and (positions.min() < 0 or positions.max() + width > len(self.data)):
+            raise CorruptDataError("a snapshot row is shorter than its layout says")
+        return np.ascontiguousarray(self.data[positions[:, None] + np.arange(width)])
+
+    def slices(
+        self,
+        starts: np.ndarray[Any, Any],
+        lengths: np.ndarray[Any, Any],
+        nulls: np.ndarray[Any, Any] | None = None,
+    ) -> pa.Array:
+        """A large binary array of the byte ranges ``[starts[i], starts[i] + lengths[i])``,
+        which do not overlap."""
+        if len(lengths) and (lengths.min() < 0 or (starts + lengths).max() > len(self.data)):
+            raise CorruptDataError("a snapshot row is shorter than its layout says")
+        ascending = bool(np.all(starts[1:] >= starts[:-1]))
+        order = None if ascending else np.argsort(starts, kind="stable")
+        if order is not None:
+            starts, lengths = starts[order], lengths[order]
+        # Over the same buffer, an array whose elements alternate between the gap before a
+        # range and the range itself; keeping every second element copies the ranges once.
+        bounds = np.empty(2 * len(lengths) + 1, dtype=np.int64)
+        bounds[0] = 0
+        bounds[1::2] = starts
+        bounds[2::2] = starts + lengths
+        interleaved = pa.LargeBinaryArray.from_buffers(
+            _BYTES, 2 * len(lengths), [None, pa.py_buffer(bounds), self.buffer]
+        )
+        every_second = np.zeros(2 * len(lengths), dtype=bool)
+        every_second[1::2] = True
+        array = interleaved.filter(pa.array(every_second))
+        if order is not None:
+            array = array.take(pa.array(np.argsort(order)))
+        if nulls is not None and nulls.any():
+            array = pc.if_else(pa.array(nulls), pa.scalar(None, _BYTES), array)
+        return array
+
+    def varints_at(self, positions: Ints) -> tuple[Ints, Ints]:
+        """Kafka's ``ByteUtils.readVarint`` (zig-zag) at ``positions``: (values, sizes)."""
+        value = np.zeros(len(positions), dtype=np.int64)
+        size = np.zeros(len(positions), dtype=np.int64)
+        active = np.arange(len(positions))
+        for shift in range(0, 35, 7):
+            if not len(active):
+                break
+            at = positions[active] + size[active]
+            if len(at) and at.max() >= len(self.data):
+                raise CorruptDataError("a snapshot row ends inside a varint")
+            byte = self.data[at].astype(np.int64)
+            value[active] |= (byte & 0x7F) << shift
+            size[active] += 1
+            active = active[byte >= 0x80]
+        if len(active):
+            raise CorruptDataError("a snapshot row holds a varint of more than 5 bytes")
+        value &= 0xFFFFFFFF
+        return (value >> 1) ^ -(value & 1), size
+
+
+__all__ = ["ByteColumn", "Ints"]
