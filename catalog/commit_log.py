@@ -446,36 +446,50 @@ class CommitLog:
         """
         if target <= applied:
             return RestorePlan(False, None, [])
-        start = self.history_start()
+        latest = self.latest_id()  # checks the ids for gaps and the store for a drop
+        start = self.read(latest).history_start if latest else 1
         if target < start:
             raise self.expired(target)
         if applied < start:
             applied = 0  # its next files are gone: start over from a snapshot
-        records = self.chain(applied + 1, target)
-        if any(r.operation == "drop" for r in records):
-            raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
-        changes = [r for r in records if not r.changes_nothing]
-        reset_at = next((r.id for r in reversed(changes) if r.overwrite), None)
-        snapshot = None
-        if use_snapshots:
-            # A snapshot of a commit at or before the target may be published after it.
-            later = [self.read(i) for i in self.listed_ids() if i > target]
-            usable = [
-                r
-                for r in records + later
-                if r.compaction
-                and r.base is not None
-                and (partition is None or r.files_for(partition))
-                and applied < r.base <= target
-                and (reset_at is None or r.base >= reset_at)
-            ]
-            # The newest state wins (compactions may publish out of their bases' order).
-            snapshot = max(usable, key=lambda r: (r.base or 0, r.id), default=None)
-        if snapshot is not None and snapshot.base is not None:
-            return RestorePlan(True, snapshot, [r for r in changes if r.id > snapshot.base])
-        if reset_at is not None:
-            return RestorePlan(True, None, [r for r in changes if r.id >= reset_at])
-        return RestorePlan(False, None, [r for r in changes if r.id > applied])
+        # Records are read from the newest down, only as far as the plan needs: a snapshot of
+        # commit b is published after b, so none below the best base found can beat it, and
+        # nothing before the newest overwrite in range matters. A fresh cache of a compacted
+        # store reads the tail, not the whole log.
+        best: CommitRecord | None = None
+        reset_at: int | None = None
+        for commit_id in range(max(latest, target), applied, -1):
+            if best is not None and best.base is not None and commit_id <= best.base:
+                break
+            record = self.read(commit_id)
+            if record.operation == "drop" and commit_id <= target:
+                raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
+            if (
+                use_snapshots
+                and record.compaction
+                and record.base is not None
+                and (partition is None or record.files_for(partition))
+                and applied < record.base <= target
+                # The newest state wins (compactions may publish out of their bases' order).
+                and (best is None or (record.base, record.id) > (best.base or 0, best.id))
+            ):
+                best = record
+            if record.overwrite and commit_id <= target:
+                # The newest overwrite in range: a usable snapshot's base is at or after it, so
+                # it was published after it and has been seen.
+                reset_at = commit_id
+                if best is not None and (best.base or 0) < reset_at:
+                    best = None
+                break
+        first = (
+            best.base + 1 if best is not None and best.base is not None
+            else reset_at if reset_at is not None
+            else applied + 1
+        )  # fmt: skip
+        changes = [r for r in self.chain(first, target) if not r.changes_nothing]
+        if best is not None:
+            return RestorePlan(True, best, changes)
+        return RestorePlan(reset_at is not None, None, changes)
 
     def history_start(self) -> int:
         """The oldest commit whose state can still be read (1 unless history was expired by

@@ -328,3 +328,29 @@ def test_the_tail_after_a_commit_is_counted_without_reading_the_whole_log(
     monkeypatch.setattr(log, "read", lambda i: (read.append(i), real(i))[1])
     assert tail_files(log, 0, 25) == sum(len(log.read(i).files_for(0)) for i in (23, 24, 25))
     assert min(read) == 22  # the snapshot's record; nothing below its base
+
+
+def test_a_fresh_reader_of_a_compacted_store_reads_the_tail_of_the_log_not_all_of_it(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = catalog.create_store("long", "keyvalue", "string", "long", 2)
+    for n in range(30):
+        table.commit(table.stage(pa.array([f"k{n}"]), pa.array([n], pa.int64())))
+    snapshot = compact(table)  # commit 32, of commit 31 (record 1 created the store)
+    assert snapshot is not None and snapshot.base == 31
+    for n in range(30, 32):
+        table.commit(table.stage(pa.array([f"k{n}"]), pa.array([n], pa.int64())))
+    commit_log._RECORDS.clear()  # as a new process
+    fresh = Catalog(catalog.root, cache_dir=catalog.cache_dir).load("long")
+    read: list[int] = []
+    original = commit_log.CommitLog.read
+    monkeypatch.setattr(
+        commit_log.CommitLog, "read", lambda log, i: (read.append(i), original(log, i))[1]
+    )
+    plan = fresh.log.restore_plan(0, 34, 0)
+    assert plan.snapshot is not None and plan.snapshot.id == snapshot.id
+    assert [r.id for r in plan.records] == [33, 34]
+    assert set(read) <= {31, 32, 33, 34}  # the snapshot's base, the records after it
+    assert sorted(r["key"] for r in fresh.to_arrow().to_pylist()) == sorted(
+        f"k{n}" for n in range(32)
+    )

@@ -112,13 +112,14 @@ def test_an_abort_killed_before_it_deletes_leaves_the_committed_state(
 
 
 #: (kind, step, action, warm): a reader building its cache from nothing (cold) or catching up
-#: a cache made at an earlier commit (warm). A versioned store's full scan goes through RocksDB;
-#: a key-value store's is computed with Arrow (``columnar``), writing only the scan file.
+#: a cache made at an earlier commit (warm). Full scans are computed with Arrow and write only
+#: a scan file (``scan.writing``); point lookups build RocksDB (``cache.applied``).
 READ_CASES = [
     ("versioned", "cache.applied", "kill", False),
     ("versioned", "cache.applied", "kill", True),
     ("versioned", "cache.applied", "interrupt", False),
     ("versioned", "cache.applied", "error", True),
+    ("keyvalue", "cache.applied", "kill", True),
     ("versioned", "scan.writing", "kill", False),
     ("versioned", "scan.writing", "kill", True),
     ("keyvalue", "scan.writing", "kill", True),
@@ -131,11 +132,14 @@ def test_a_reader_that_dies_while_building_its_cache_leaves_a_usable_cache(
     crash: Crash, crash_templates: Templates, kind: str, step: str, action: str, warm: bool
 ) -> None:
     crash.seed(crash_templates[kind])
+    op = "lookup" if step == "cache.applied" else "read"
+    keys = ["a", "b", "c", "k0", "k1", "k2"]
     if warm:
-        assert crash.ok("read")["rows"] == TEMPLATE_ROWS  # the cache at commit 2, kept
+        assert crash.ok(op, keys=keys)["rows"] == TEMPLATE_ROWS  # the cache at commit 2, kept
     expected = _later(crash, kind, 3)  # three commits for the reader to apply
-    crash.crash(step, action, "read")
-    assert crash.ok("read")["rows"] == expected  # the same cache, from another process
+    crash.crash(step, action, op, keys=keys)
+    assert crash.ok(op, keys=keys)["rows"] == expected  # the same cache, from another process
+    assert crash.ok("read")["rows"] == expected
     check_committed(crash, kind, expected)
 
 

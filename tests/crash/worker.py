@@ -80,6 +80,20 @@ def main(task: dict[str, Any]) -> dict[str, Any]:
     if op == "read":
         rows = catalog.load(task["store"]).to_arrow().to_pylist()
         return {"rows": sorted([r["key"], r["value"]] for r in rows)}
+    if op == "lookup":  # point lookups (IQv2): these build the partitions' RocksDB caches
+        from catalog.interactive import StateQueryRequest, query
+        from stores.query.queries import KeyQuery, VersionedKeyQuery
+
+        table = catalog.load(task["store"])
+        builder = VersionedKeyQuery if table.spec.kind == "versioned" else KeyQuery
+        found = []
+        for key in task["keys"]:
+            request = StateQueryRequest.in_store(task["store"]).with_query(builder.with_key(key))
+            answer = query(catalog, request).get_only_partition_result()
+            result = None if answer is None else answer.get_result()
+            if result is not None:
+                found.append([key, getattr(result, "value", result)])
+        return {"rows": sorted(found)}
     if op == "drop":
         catalog.drop(task["store"])
         return {"dropped": True}
