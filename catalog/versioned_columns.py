@@ -140,9 +140,9 @@ def versioned_read(
 
 
 def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> tuple[pa.Table, int] | None:
-    """A versioned snapshot's rows as records (key, value, timestamp; ``_WIDE``), sorted by
-    time, and its stream time (see the module doc); None if it holds column families the
-    versioned store does not have."""
+    """A versioned snapshot's rows as records (key, value, timestamp; ``_WIDE``; in no
+    particular order: no two share a key and time) and its stream time (see the module doc);
+    None if it holds column families the versioned store does not have."""
     if set(runs) - {"default", METADATA_CF}:
         return None
     stream_time = NO_TIMESTAMP
@@ -162,11 +162,11 @@ def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> tuple[pa.Tab
     latest_stamps = raws.longs_at(raws.starts[rows_l])
     latest_values = raws.slices(raws.starts[rows_l] + TIMESTAMP_SIZE,
                                 raws.lengths[rows_l] - TIMESTAMP_SIZE)  # fmt: skip
-    # Segment rows: every entry, newest first within its row.
+    # Segment rows: every entry, newest first within its row (row_of: among ``rows_s``).
     rows_s = np.flatnonzero(~latest)
     row_of, valid_from, valid_to, value_at, size = _segment_entries(raws, rows_s)
-    segment_keys = physical.slices(physical.starts + TIMESTAMP_SIZE,
-                                   physical.lengths - TIMESTAMP_SIZE)  # fmt: skip
+    segment_keys = physical.slices(physical.starts[rows_s] + TIMESTAMP_SIZE,
+                                   physical.lengths[rows_s] - TIMESTAMP_SIZE)  # fmt: skip
     entry_keys = segment_keys.take(pa.array(row_of))
     tombstone = size < 0
     entry_values = raws.slices(value_at, np.maximum(size, 0), nulls=tombstone)
@@ -178,11 +178,18 @@ def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> tuple[pa.Tab
         ],
         schema=_WIDE,
     )
-    # An entry's end that no record of its key starts at is a delete (Kafka files a delete
-    # only as the end of the version before it, or as a tombstone entry ending at the next).
+    # A row's end that no record of its key starts at is a delete (Kafka files a delete only
+    # as the end of the version before it, or as a tombstone entry ending at the next). Within
+    # a row each entry ends where the next one starts; only each row's newest entry can end
+    # at a delete: the first ``len(rows_s)`` entries (``_segment_entries``).
+    newest = np.arange(len(rows_s))
+    if not len(newest):
+        return records, stream_time
     ends = pa.table(
-        [entry_keys, pa.nulls(len(valid_to), _BYTES), pa.array(valid_to, _TIME)], schema=_WIDE
-    )
+        [entry_keys.take(pa.array(newest)), pa.nulls(len(newest), _BYTES),
+         pa.array(valid_to[newest], _TIME)],
+        schema=_WIDE,
+    )  # fmt: skip
     both = pa.concat_tables([records, ends]).combine_chunks()
     implied = np.zeros(both.num_rows, dtype=bool)
     implied[records.num_rows :] = True
@@ -197,15 +204,15 @@ def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> tuple[pa.Tab
         same[1:] = (stamps[1:] == stamps[:-1]) & pc.equal(
             keys.slice(1), keys.slice(0, len(stamps) - 1)
         ).to_numpy(zero_copy_only=False)
-    both = both.filter(pa.array(~(implied & same)))
-    return both.take(pc.sort_indices(both.column("timestamp"))), stream_time
+    return both.filter(pa.array(~(implied & same))), stream_time
 
 
 def _segment_entries(
     raws: ByteColumn, rows: np.ndarray[Any, Any]
 ) -> tuple[_Ints, _Ints, _Ints, _Ints, _Ints]:
     """Every entry of the segment rows ``rows``: (row, valid_from, valid_to, where its value
-    starts, its size (-1: a tombstone)). A row is ``next_ts, min_ts``, then entries ``(ts,
+    starts, its size (-1: a tombstone)); each row's newest entry first, in row order, then
+    the next entries. A row is ``next_ts, min_ts``, then entries ``(ts,
     size)`` newest first down to the one at ``min_ts``, then the values oldest first."""
     starts, ends = raws.starts[rows], raws.starts[rows] + raws.lengths[rows]
     next_ts = raws.longs_at(starts)
