@@ -7,7 +7,12 @@ Rows: 16-byte string keys, 100-byte string values (+ the kind's time columns; wi
 two headers per row). Each
 figure is rows/s; ratios are store / parquet, > 1 meaning the store is faster. A "full read"
 materializes every column of every row (Spark's ``noop`` sink), so parquet cannot answer from
-metadata. The first store read includes building the executors' local RocksDB caches.
+metadata. The first store read includes computing each partition's state from its changelog.
+
+Two more peers measure the floor of any Python data source in the same session: a do-nothing
+Arrow writer (``DataSourceArrowWriter`` that drops its batches) and a do-nothing Arrow source
+(that yields ready-made batches of the store's schema): the store's ratios to them say how much
+of a gap to parquet is the connector's own.
 """
 
 from __future__ import annotations
@@ -48,6 +53,58 @@ def timed(label: str, action: Callable[[int], object], rows: int, repeat: int, r
 
 def full_read(df: DataFrame) -> None:
     df.write.format("noop").mode("overwrite").save()
+
+
+def register_floor(spark: SparkSession) -> None:
+    """``floor_arrow``: a Python data source that writes nothing and reads ``rows`` rows of
+    ``schema`` from batches built once per task (the cost of Spark's Python source path)."""
+    import pyarrow as pa
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceArrowWriter,
+        DataSourceReader,
+        InputPartition,
+        WriterCommitMessage,
+    )
+
+    class FloorWriter(DataSourceArrowWriter):
+        def write(self, iterator):  # type: ignore[no-untyped-def]
+            for _ in iterator:
+                pass
+            return WriterCommitMessage()
+
+    class FloorReader(DataSourceReader):
+        def __init__(self, options, schema):  # type: ignore[no-untyped-def]
+            self.rows, self.parts, self.schema = int(options["rows"]), int(options["parts"]), schema
+
+        def partitions(self):  # type: ignore[no-untyped-def]
+            return [InputPartition(i) for i in range(self.parts)]
+
+        def read(self, partition):  # type: ignore[no-untyped-def]
+            n = self.rows // self.parts
+            batch = 1 << 16
+            keys = pa.array([f"{i:016x}" for i in range(batch)])
+            values = pa.array(["v" * 100] * batch)
+            for start in range(0, n, batch):
+                size = min(batch, n - start)
+                yield pa.record_batch([keys.slice(0, size), values.slice(0, size)],
+                                      names=["key", "value"])  # fmt: skip
+
+    class Floor(DataSource):
+        @classmethod
+        def name(cls):  # type: ignore[no-untyped-def]
+            return "floor_arrow"
+
+        def schema(self):  # type: ignore[no-untyped-def]
+            return "key string, value string"
+
+        def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
+            return FloorWriter()
+
+        def reader(self, schema):  # type: ignore[no-untyped-def]
+            return FloorReader(self.options, schema)
+
+    spark.dataSource.register(Floor)
 
 
 def main() -> None:
@@ -119,6 +176,9 @@ def main() -> None:
         full_read(spark.read.parquet(str(work / "warm.parquet")))
         store_write(small, "warmup")
         store_read("warmup")
+        register_floor(spark)
+        small.write.format("floor_arrow").mode("append").save()
+        full_read(spark.read.format("floor_arrow").options(rows="10000", parts="2").load())
 
         n, r = args.rows, args.repeat
         print(f"{n:,} rows, kind={args.kind}{' with headers' if args.headers else ''}, {args.store_partitions} store partitions, median of {r}")
@@ -127,6 +187,9 @@ def main() -> None:
         timed("parquet read", lambda i: full_read(spark.read.parquet(str(work / f"pq{i}"))), n, r, results)
         timed("store read (first)", lambda i: store_read(f"bench{i}"), n, r, results)
         timed("store read (second)", lambda i: store_read(f"bench{i}"), n, r, results)
+        floor = spark.read.format("floor_arrow").options(rows=str(n), parts=str(args.store_partitions))
+        timed("floor write", lambda i: df.write.format("floor_arrow").mode("append").save(), n, r, results)
+        timed("floor read", lambda i: full_read(floor.load()), n, r, results)
         count = spark.read.format("state_store").option("root", root).load("bench0").count()
         assert count == n, f"store returned {count} rows, wrote {n}"
 
@@ -134,6 +197,10 @@ def main() -> None:
         print(f"store write / parquet write      {results['store write'] / results['parquet write']:5.2f}x  (target >= 1.0)")
         print(f"first read / parquet read        {results['store read (first)'] / results['parquet read']:5.2f}x  (target >= 0.5)")
         print(f"second read / parquet read       {results['store read (second)'] / results['parquet read']:5.2f}x  (target >= 1.0)")
+        print(f"floor write / parquet write      {results['floor write'] / results['parquet write']:5.2f}x  (a Python Arrow writer that drops its rows)")
+        print(f"floor read / parquet read        {results['floor read'] / results['parquet read']:5.2f}x  (a Python Arrow source of ready-made batches)")
+        print(f"store write / floor write        {results['store write'] / results['floor write']:5.2f}x")
+        print(f"second read / floor read         {results['store read (second)'] / results['floor read']:5.2f}x")
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
