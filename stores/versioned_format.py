@@ -201,6 +201,45 @@ def find_in_row(raw: bytes, timestamp: int) -> tuple[int, int, bytes | None] | i
     raise CorruptDataError(f"segment row has no version at or before {timestamp} in its headers")
 
 
+def row_versions(raw: bytes) -> tuple[list[int], list[int], list[bytes | None]]:
+    """A segment row's versions, oldest first, as three lists: ``valid_from``, ``valid_to``
+    and the value (None for a tombstone); what ``SegmentValue.decode`` holds, in time order.
+
+    Raises:
+        CorruptDataError: the bytes do not follow the row layout.
+    """
+    next_ts, min_ts = _row_header(raw)
+    stamps: list[int] = []
+    sizes: list[int] = []
+    offset = _HEADER
+    end = len(raw)
+    while True:
+        if offset + _ENTRY_SIZE > end:
+            raise CorruptDataError("segment row ends before its min_timestamp entry")
+        ts, size = _unpack_entry(raw, offset)
+        offset += _ENTRY_SIZE
+        stamps.append(ts)
+        sizes.append(size)
+        if ts == min_ts:
+            break
+    values: list[bytes | None] = []
+    for size in sizes:  # newest first: the newest value ends the row
+        if size < 0:
+            values.append(None)
+        else:
+            values.append(raw[end - size : end])
+            end -= size
+    if end != offset:
+        raise CorruptDataError(
+            f"segment row has {end - offset} bytes between its headers and its values"
+        )
+    ends = [next_ts, *stamps[:-1]]
+    stamps.reverse()
+    ends.reverse()
+    values.reverse()
+    return stamps, ends, values
+
+
 # -- segment rows ------------------------------------------------------------------------------
 
 
@@ -418,6 +457,7 @@ __all__ = [
     "latest_timestamp",
     "min_timestamp",
     "next_timestamp",
+    "row_versions",
     "segment_id",
     "segment_prefix",
 ]

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stores.errors import CorruptDataError
+from stores.errors import CorruptDataError, InvalidOptionError
 from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.transactional import MemoryChangelog, TransactionalStore
 from stores.versioned import VersionedKeyValueStore, VersionedRecord
@@ -98,10 +98,17 @@ def test_get_gives_kafkas_answer_from_fewer_reads(
             ts = max(0, now + offset)
             store.put(key, value, ts)
             now = max(now, ts)
-        for key in KEYS:
-            for as_of in range(now + 3):
-                expected = kafka_get(store.wrapped, retention, interval, key, as_of)
-                assert store.get(key, as_of) == expected, (key, as_of)
+        asked = [(key, as_of) for key in KEYS for as_of in range(now + 3)]
+        expected = [kafka_get(store.wrapped, retention, interval, k, t) for k, t in asked]
+        assert [store.get(k, t) for k, t in asked] == expected
+        # Batched, in another order (each key's instants interleaved and descending).
+        shuffled = sorted(range(len(asked)), key=lambda i: (-asked[i][1], asked[i][0]))
+        keys = [asked[i][0] for i in shuffled]
+        stamps = [asked[i][1] for i in shuffled]
+        assert store.get_many(keys, stamps) == [expected[i] for i in shuffled]
+        # One instant per key: answered one by one (the other way get_many answers).
+        for k, t in asked[:: max(1, len(asked) // 15)]:
+            assert store.get_many([k, b"zz"], [t, t]) == [store.get(k, t), None]
 
 
 @st.composite
@@ -129,6 +136,30 @@ def test_find_in_row_reads_what_decode_and_find_read(row: SegmentValue) -> None:
         else:
             expected = row.find(timestamp)
             assert found == (expected.valid_from, expected.valid_to, expected.value)
+
+
+def test_get_many_answers_instants_too_far_apart_to_pack(tmp_path: Path) -> None:
+    # Keys x time span beyond 2**62: the bulk merge searches key by key instead.
+    far = 2**62
+    with VersionedKeyValueStore(tmp_path / "v", far, 2**60) as store:
+        for key, value, ts in [(b"a", b"1", 1), (b"a", b"2", far), (b"b", b"3", 5),
+                               (b"b", None, far + 10), (b"c", b"4", far + 1)]:  # fmt: skip
+            store.put(key, value, ts)
+        asked = [(k, t) for k in (b"a", b"b", b"c") for t in (0, 3, 7, far - 1, far, far + 20)]
+        keys, stamps = [k for k, _ in asked] * 2, [t for _, t in asked] * 2
+        assert store.get_many(keys, stamps) == [store.get(k, t) for k, t in zip(keys, stamps)]
+        assert store.get(b"a", far - 1) == VersionedRecord(b"1", 1, far)
+
+
+def test_get_many_refuses_what_get_refuses(tmp_path: Path) -> None:
+    with VersionedKeyValueStore(tmp_path / "v", 100, 10) as store:
+        with pytest.raises(InvalidOptionError, match="2 keys but 1 as_of"):
+            store.get_many([b"a", b"b"], [1])
+        with pytest.raises(InvalidOptionError, match="keys must be bytes, got str"):
+            store.get_many(["a"], [1])
+        with pytest.raises(InvalidOptionError, match="as_of must be between 0"):
+            store.get_many([b"a"], [-1])
+        assert store.get_many([], []) == []
 
 
 def test_find_in_row_refuses_rows_whose_headers_do_not_add_up() -> None:

@@ -1,0 +1,207 @@
+"""``asof_join``: events joined with the version of their key valid at their time.
+
+The referee is the store's Python API: Kafka's ``get(key, as_of)`` through IQv2
+(``VersionedKeyQuery``), asked about every event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from catalog import Catalog
+from catalog.interactive import StateQueryRequest, query
+from datasource.asof_join import asof_join
+from stores.query import VersionedKeyQuery
+
+pytestmark = pytest.mark.spark
+
+# history retention 7 s: at stream time 9 s (key c's last write) versions that ended before
+# 2 s answer no more, as in Kafka.
+VERSIONS = [
+    ("a", 1.0, 1_000), ("a", 2.0, 2_000), ("a", 3.0, 3_000),
+    ("b", 10.0, 1_500),
+    ("d", 5.0, 1_200), ("d", None, 2_500),  # deleted at 2.5 s
+    ("c", 7.0, 100), ("c", 8.0, 9_000),
+]  # fmt: skip
+EVENTS = [
+    ("a", 500),  # before a's first version
+    ("a", 1_500),  # valid then, but older than the retention: only the latest may answer
+    ("a", 2_000), ("a", 2_500), ("a", 2_999),  # at a version's start, between, at its end
+    ("a", 3_000), ("a", 50_000),  # the latest version, from its start on
+    ("b", 1_499), ("b", 1_500), ("b", 8_000),
+    ("d", 2_200), ("d", 2_500), ("d", 2_600),  # before and after the delete
+    ("c", 500), ("c", 8_999), ("c", 9_000),
+    ("e", 2_000),  # a key the store never had
+    (None, 2_000), ("a", None),  # nulls join nothing
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rates(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A warehouse with a versioned store ``rates`` (3 partitions) and a key-value ``plain``."""
+    root = str(tmp_path_factory.mktemp("asof") / "warehouse")
+    df = spark.createDataFrame(VERSIONS, "key string, value double, timestamp bigint")
+    (
+        df.write.format("state_store").option("root", root).option("store", "rates")
+        .option("kind", "versioned").option("historyRetention", "7000")
+        .option("segmentInterval", "1000").option("numPartitions", "3").mode("append").save()
+    )  # fmt: skip
+    plain = spark.createDataFrame([("a", 1.0)], "key string, value double")
+    plain.write.format("state_store").option("root", root).option("store", "plain").mode(
+        "append"
+    ).save()
+    return root
+
+
+def python_get(root: str, key: str | None, at_ms: int | None) -> tuple[Any, Any, Any]:
+    """``(value, valid_from ms, valid_to ms)`` by the store's Python API (Nones: no version)."""
+    if key is None or at_ms is None:
+        return None, None, None
+    request = StateQueryRequest.in_store("rates").with_query(
+        VersionedKeyQuery.with_key(key).as_of(at_ms)
+    )
+    found = query(Catalog(root), request).get_only_partition_result()
+    record = None if found is None else found.get_result()
+    if record is None:
+        return None, None, None
+    return record.value, record.timestamp, record.valid_to
+
+
+def answers(joined: Any, prefix: str = "") -> list[tuple[Any, Any, Any]]:
+    """``(value, valid_from ms, valid_to ms)`` of each row (epoch ms computed by Spark)."""
+    rows = joined.selectExpr(
+        f"{prefix}value AS v", f"unix_millis({prefix}valid_from) AS f",
+        f"unix_millis({prefix}valid_to) AS t",
+    ).collect()  # fmt: skip
+    return [(r.v, r.f, r.t) for r in rows]
+
+
+def test_each_event_gets_what_get_as_of_answers(spark: Any, rates: str) -> None:
+    events = spark.createDataFrame(
+        [(i, key, t) for i, (key, t) in enumerate(EVENTS)], "id int, currency string, t bigint"
+    ).repartition(3)  # several tasks, each with events of every store partition
+    joined = asof_join(events, "rates", key="currency", timestamp="t", root=rates, prefix="r_")
+    assert joined.columns == ["id", "currency", "t", "r_value", "r_valid_from", "r_valid_to"]
+    ordered = joined.orderBy("id")
+    got = dict(zip([r.id for r in ordered.select("id").collect()], answers(ordered, "r_")))
+    expected = {i: python_get(rates, key, t) for i, (key, t) in enumerate(EVENTS)}
+    assert got == expected
+    # The cases are what they say (the referee could be wrong in the same way).
+    assert expected[3] == (2.0, 2_000, 3_000) and expected[1] == (None, None, None)
+    assert expected[10] == (5.0, 1_200, 2_500) and expected[12] == (None, None, None)
+    assert expected[6] == (3.0, 3_000, None) and expected[13] == (None, None, None)
+
+
+def test_timestamp_columns_join_by_their_instant(spark: Any, rates: str) -> None:
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        events = spark.sql(
+            "SELECT 1 AS id, 'a' AS key, timestamp_millis(3000) - INTERVAL 1 MICROSECOND AS "
+            "timestamp UNION ALL SELECT 2, 'a', timestamp_millis(3000) "
+            "UNION ALL SELECT 3, 'a', CAST(NULL AS TIMESTAMP)"
+        )
+        got = answers(asof_join(events, "rates", root=rates).orderBy("id"))
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    # 2999.999 ms is still version 2.0's time; a null time joins nothing.
+    assert got == [(2.0, 2_000, 3_000), (3.0, 3_000, None), (None, None, None)]
+    # TIMESTAMP_NTZ is read as UTC wall time (in this UTC session, the same instants).
+    ntz = events.selectExpr("id", "key", "CAST(timestamp AS TIMESTAMP_NTZ) AS timestamp")
+    assert answers(asof_join(ntz, "rates", root=rates).orderBy("id")) == got
+
+
+def test_bad_input_is_refused_with_a_code_that_names_it(spark: Any, rates: str) -> None:
+    events = spark.createDataFrame([("a", 1_000)], "currency string, t bigint")
+    with pytest.raises(Exception, match=r"\[MISSING_COLUMN\].*key='key'.*currency, t"):
+        asof_join(events, "rates", timestamp="t", root=rates)
+    with pytest.raises(Exception, match=r"\[MISSING_COLUMN\].*timestamp='when'"):
+        asof_join(events, "rates", key="currency", timestamp="when", root=rates)
+    with pytest.raises(Exception, match=r"\[NOT_VERSIONED\].*store 'plain' is a keyvalue"):
+        asof_join(events, "plain", key="currency", timestamp="t", root=rates)
+    with pytest.raises(Exception, match=r"\[STORE_NOT_FOUND\].*'ratez'.*did you mean 'rates'"):
+        asof_join(events, "ratez", key="currency", timestamp="t", root=rates)
+    numbers = spark.createDataFrame([(1, 1_000)], "currency int, t bigint")
+    with pytest.raises(Exception, match=r"\[KEY_TYPE_MISMATCH\].*'currency' is int.*string"):
+        asof_join(numbers, "rates", key="currency", timestamp="t", root=rates)
+    texts = spark.createDataFrame([("a", "1000")], "currency string, t string")
+    with pytest.raises(Exception, match=r"\[TIMESTAMP_TYPE\].*'t' is string"):
+        asof_join(texts, "rates", key="currency", timestamp="t", root=rates)
+    clash = spark.createDataFrame([("a", 1_000, 1.0)], "key string, t bigint, value double")
+    with pytest.raises(Exception, match=r"\[COLUMN_EXISTS\].*'value'.*prefix"):
+        asof_join(clash, "rates", timestamp="t", root=rates)
+
+
+def test_keys_spark_sql_cannot_partition_are_partitioned_by_the_tasks(
+    spark: Any, rates: str
+) -> None:
+    # Double keys have no Spark SQL partition expression: each task hashes them itself.
+    versions = spark.createDataFrame(
+        [(0.5, "half", 1_000), (0.5, "half'", 2_000), (2.0, "two", 1_500)],
+        "key double, value string, timestamp bigint",
+    )
+    (
+        versions.write.format("state_store").option("root", rates).option("store", "by_double")
+        .option("kind", "versioned").option("historyRetention", "1 day")
+        .option("numPartitions", "4").mode("append").save()
+    )  # fmt: skip
+    events = spark.createDataFrame(
+        [(1, 0.5, 1_500), (2, 0.5, 2_000), (3, 2.0, 1_499), (4, 2.0, 9_000), (5, 3.0, 9_000)],
+        "id int, key double, timestamp bigint",
+    ).repartition(2)
+    joined = asof_join(events, "by_double", root=rates).orderBy("id")
+    assert answers(joined) == [
+        ("half", 1_000, 2_000), ("half'", 2_000, None), (None, None, None),
+        ("two", 1_500, None), (None, None, None),
+    ]  # fmt: skip
+
+
+CLUSTER_JOB = """
+import json, os, sys
+from pyspark.sql import SparkSession
+from datasource.asof_join import asof_join
+root = sys.argv[1]
+spark = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("asof cluster")
+         .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"]).getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+rows = [(f"k{i % 20:02d}", float(i), 1_000 * (i // 20)) for i in range(100)]
+(spark.createDataFrame(rows, "key string, value double, timestamp bigint").repartition(3)
+ .write.format("state_store").option("root", root).option("store", "spread")
+ .option("kind", "versioned").option("historyRetention", "1 day")
+ .option("numPartitions", "4").mode("append").save())
+events = spark.createDataFrame([(i, f"k{i % 25:02d}", 250 * i) for i in range(100)],
+                               "id int, key string, timestamp bigint").repartition(4)
+joined = asof_join(events, "spread", root=root)
+pids = joined.rdd.map(lambda _: os.getpid()).distinct().collect()
+got = [(r.id, r.value) for r in joined.orderBy("id").collect()]
+print(json.dumps({"got": got, "pids": pids, "driver": os.getpid()}))
+spark.stop()
+"""
+
+
+@pytest.mark.cluster
+def test_the_join_runs_on_executors_of_their_own(
+    tmp_path: Any, spark_env: dict[str, str]
+) -> None:
+    # Separate executor processes with separate local directories: each builds the caches it
+    # reads from the warehouse; nothing but the root comes from the driver.
+    import json
+    import subprocess
+    import sys
+
+    root = str(tmp_path / "warehouse")
+    result = subprocess.run(
+        [sys.executable, "-c", CLUSTER_JOB, root],
+        env=spark_env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-5000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(seen["pids"]) >= 2 and seen["driver"] not in seen["pids"]
+    # Key k{j} has value 20 t + j from t s on (t = 0..4); event i asks k{i % 25} at 0.25 i s.
+    expected = []
+    for i in range(100):
+        j, at = i % 25, 250 * i
+        expected.append([i, None if j >= 20 else float(20 * min(at // 1_000, 4) + j)])
+    assert seen["got"] == expected
