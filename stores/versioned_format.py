@@ -209,19 +209,19 @@ def row_versions(raw: bytes) -> tuple[list[int], list[int], list[bytes | None]]:
         CorruptDataError: the bytes do not follow the row layout.
     """
     next_ts, min_ts = _row_header(raw)
+    end = len(raw)
+    # Every entry the row could hold, unpacked at once (past the real ones: value bytes).
+    room = (end - _HEADER) // _ENTRY_SIZE
     stamps: list[int] = []
     sizes: list[int] = []
-    offset = _HEADER
-    end = len(raw)
-    while True:
-        if offset + _ENTRY_SIZE > end:
-            raise CorruptDataError("segment row ends before its min_timestamp entry")
-        ts, size = _unpack_entry(raw, offset)
-        offset += _ENTRY_SIZE
+    for ts, size in _ENTRY.iter_unpack(raw[_HEADER : _HEADER + room * _ENTRY_SIZE]):
         stamps.append(ts)
         sizes.append(size)
         if ts == min_ts:
             break
+    else:
+        raise CorruptDataError("segment row ends before its min_timestamp entry")
+    offset = _HEADER + len(stamps) * _ENTRY_SIZE
     values: list[bytes | None] = []
     for size in sizes:  # newest first: the newest value ends the row
         if size < 0:

@@ -31,6 +31,7 @@ from stores.versioned_format import (
     SegmentValue,
     decode_long,
     find_in_row,
+    row_versions,
     segment_id,
     segment_prefix,
 )
@@ -162,6 +163,14 @@ def test_get_many_refuses_what_get_refuses(tmp_path: Path) -> None:
         assert store.get_many([], []) == []
 
 
+@given(row=rows())
+def test_row_versions_lists_what_decode_holds_oldest_first(row: SegmentValue) -> None:
+    decoded = SegmentValue.decode(row.encode())
+    ends = [decoded.next_ts] + [ts for ts, _ in decoded.records[:-1]]
+    expected = [(ts, end, value) for (ts, value), end in zip(decoded.records, ends)][::-1]
+    assert list(zip(*row_versions(row.encode()))) == expected
+
+
 def test_find_in_row_refuses_rows_whose_headers_do_not_add_up() -> None:
     raw = SegmentValue(30, 10, [(20, b"new"), (10, b"old")]).encode()
     with pytest.raises(CorruptDataError, match="no header"):
@@ -169,6 +178,8 @@ def test_find_in_row_refuses_rows_whose_headers_do_not_add_up() -> None:
     # The value of the version found would reach into the headers.
     with pytest.raises(CorruptDataError, match="no version at or before"):
         find_in_row(raw[:-5], 15)
+    with pytest.raises(CorruptDataError, match="between its headers and its values"):
+        row_versions(raw[:-2])
 
 
 # -- the stream time in memory ----------------------------------------------------------------
