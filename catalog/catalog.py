@@ -794,9 +794,7 @@ class StoreTable:
 
     def _columnar(self, scan: Scan) -> Columnar | None:
         """The kind's column-only ``scan``, as typed batches (see ``PartitionCache.read``)."""
-        scan_columns = self.kind.scan_columns
-        if scan_columns is None:
-            return None
+        scan_columns = self.kind.scan_columns  # None from it: the store answers
         typed = self._typed()
         raw_schema = self.layout.raw_schema()
         params = self.spec.params

@@ -1,0 +1,123 @@
+"""Store kinds: each one class in its own module, the one place that decides how a store of
+that kind is configured, stacked, fed and scanned (``_base.StoreKind``). The rest of the
+catalog and the connector look kinds up here and know none by name: the connector's creation
+options are the kinds' parameters (``all_params``). Adding a kind is one module and one
+``register`` call.
+
+| kind          | module          | Kafka store (by params)                       | time columns written / read |
+|---------------|-----------------|-----------------------------------------------|-----------------------------|
+| ``keyvalue``    | ``keyvalue``      | ``KeyValueStore``                               | - / -                       |
+| ``timestamped`` | ``timestamped``   | ``TimestampedKeyValueStore[WithHeaders]``       | timestamp / timestamp       |
+| ``versioned``   | ``versioned``     | ``VersionedKeyValueStore``                      | timestamp / valid_from, valid_to |
+| ``window``      | ``window``        | ``[Timestamped]WindowStore[WithHeaders]``       | window_start [, timestamp] / window_start, window_end [, timestamp] |
+| ``session``     | ``session``       | ``SessionStore[WithHeaders]``                   | session_start, session_end / the same |
+
+Stores with ``headers`` also carry a ``headers`` column: KIP-1271's ``headersBytes`` in
+changelog files and raw scans, ``array<struct<key: string, value: binary>>`` when typed.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from catalog.kinds._base import (
+    BATCH_ROWS,
+    HEADERS,
+    Layout,
+    Param,
+    Runs,
+    Scan,
+    StoreKind,
+    TimeColumn,
+    last_per_key,
+)
+from catalog.kinds.keyvalue import KEYVALUE
+from catalog.kinds.session import SESSION
+from catalog.kinds.timestamped import TIMESTAMPED
+from catalog.kinds.versioned import VERSIONED
+from catalog.kinds.window import WINDOW
+from stores.errors import InvalidOptionError
+
+KINDS: dict[str, StoreKind] = {}
+
+
+def register(kind: StoreKind) -> StoreKind:
+    """Add a kind (its parameters must agree with those of the same key in other kinds).
+
+    Raises:
+        InvalidOptionError: a kind of that name exists, or a parameter disagrees.
+    """
+    if kind.name in KINDS:
+        raise InvalidOptionError(f"a store kind named {kind.name!r} is already registered")
+    known = {p.key: p for k in KINDS.values() for p in k.params}
+    for param in kind.params:
+        other = known.get(param.key)
+        if other is not None and (other.option, other.type) != (param.option, param.type):
+            raise InvalidOptionError(
+                f"kind {kind.name!r} declares parameter {param.key!r} as option "
+                f"{param.option!r} ({param.type}); another kind has {other.option!r} ({other.type})"
+            )
+    KINDS[kind.name] = kind
+    return kind
+
+
+for _kind in (KEYVALUE, TIMESTAMPED, VERSIONED, WINDOW, SESSION):
+    register(_kind)
+
+
+def kind_of(name: str) -> StoreKind:
+    """Look a kind up by name.
+
+    Raises:
+        InvalidOptionError: no such kind (names the accepted ones).
+    """
+    try:
+        return KINDS[name]
+    except KeyError:
+        close = difflib.get_close_matches(str(name).lower(), list(KINDS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise InvalidOptionError(
+            f"option 'kind' is {name!r}{hint} Accepted: {' | '.join(KINDS)}",
+            code="UNKNOWN_KIND",
+        ) from None
+
+
+def all_params() -> tuple[Param, ...]:
+    """Every kind's parameters, each once (by key), in the order the kinds declare them."""
+    seen: dict[str, Param] = {}
+    for kind in KINDS.values():
+        for param in kind.params:
+            seen.setdefault(param.key, param)
+    return tuple(seen.values())
+
+
+def option_names() -> dict[str, str]:
+    """The option that sets each parameter key, for messages."""
+    return {p.key: p.option for p in all_params()}
+
+
+#: The option that sets each parameter key (of the kinds registered at import).
+OPTION_NAMES = option_names()
+
+__all__ = [
+    "BATCH_ROWS",
+    "HEADERS",
+    "KEYVALUE",
+    "KINDS",
+    "OPTION_NAMES",
+    "SESSION",
+    "TIMESTAMPED",
+    "VERSIONED",
+    "WINDOW",
+    "Layout",
+    "Param",
+    "Runs",
+    "Scan",
+    "StoreKind",
+    "TimeColumn",
+    "all_params",
+    "kind_of",
+    "last_per_key",
+    "option_names",
+    "register",
+]

@@ -1,0 +1,66 @@
+"""``keyvalue``: Kafka's plain ``KeyValueStore``; key and value, the last write wins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from catalog.kinds._base import BATCH_ROWS, Layout, Runs, Scan, StoreKind, last_per_key
+from stores.errors import InvalidOptionError
+from stores.key_value import KeyValueStore
+from stores.rocksdb_bytes import RocksDBBytesStore
+
+_WIDE = pa.schema([pa.field("key", pa.large_binary()), pa.field("value", pa.large_binary())])
+
+
+class KeyValueKind(StoreKind):
+    name: ClassVar[str] = "keyvalue"
+
+    def refuse(self, given: dict[str, Any]) -> None:
+        if given.get("headers"):
+            raise InvalidOptionError(
+                "option 'headers' is true but Kafka has no header-aware plain key-value store; "
+                "use kind 'timestamped' with headers=true (TimestampedKeyValueStoreWithHeaders)"
+            )
+
+    def check(self, given: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def layout(self, params: dict[str, Any]) -> Layout:
+        return Layout()
+
+    def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
+        return KeyValueStore.column_families()
+
+    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+        return KeyValueStore.over(db)
+
+    def apply(self, store: Any, table: pa.Table, params: dict[str, Any]) -> None:
+        store.put_columns(table.column("key").to_pylist(), table.column("value").to_pylist())
+
+    def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        schema = Layout().raw_schema()
+        for keys, values in store.scan_columns(BATCH_ROWS):
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(keys, pa.binary()), pa.array(values, pa.binary())], schema=schema
+            )
+
+    def scan_columns(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+    ) -> pa.Table | None:
+        if not scan.is_full:
+            return None
+        parts = []
+        if "default" in runs:
+            keys, values = runs["default"]
+            parts.append(pa.table([keys, values], names=["key", "value"]).cast(_WIDE))
+        # A commit's rows apply in order, later commits after earlier ones: the last write wins.
+        parts += [t.select(["key", "value"]).cast(_WIDE) for t in commits]
+        if not parts:
+            return None
+        return last_per_key(pa.concat_tables(parts))
+
+
+KEYVALUE = KeyValueKind()

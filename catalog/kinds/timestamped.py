@@ -1,0 +1,98 @@
+"""``timestamped``: Kafka's ``TimestampedKeyValueStore[WithHeaders]`` (KIP-258, KIP-1271): the
+value with its record timestamp (and headers); a put overwrites, whatever its timestamp."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from catalog.kinds._base import (
+    BATCH_ROWS,
+    HEADERS,
+    TIME,
+    Layout,
+    Param,
+    Runs,
+    Scan,
+    StoreKind,
+    TimeColumn,
+    known,
+    last_per_key,
+    time_order,
+)
+from stores.rocksdb_bytes import RocksDBBytesStore
+from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+
+HEADERS_PARAM = Param("headers", "headers", "boolean")
+
+
+def _store_class(params: dict[str, Any]) -> Any:
+    if params.get("headers"):
+        return TimestampedKeyValueStoreWithHeaders
+    return TimestampedKeyValueStore
+
+
+class TimestampedKind(StoreKind):
+    name: ClassVar[str] = "timestamped"
+    params: ClassVar[tuple[Param, ...]] = (HEADERS_PARAM,)
+
+    def layout(self, params: dict[str, Any]) -> Layout:
+        return Layout(
+            write_times=(TimeColumn("timestamp", unknown_if_null=True),),
+            read_times=("timestamp",),
+            headers=bool(params.get("headers")),
+        )
+
+    def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
+        return _store_class(params).column_families()  # type: ignore[no-any-return]
+
+    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+        return _store_class(params).over(db)
+
+    def apply(self, store: Any, table: pa.Table, params: dict[str, Any]) -> None:
+        table = time_order(table, "timestamp")  # the newest record of a key wins (unknown first)
+        args = [
+            table.column("key").to_pylist(),
+            table.column("value").to_pylist(),
+            table.column("timestamp").to_pylist(),
+        ]
+        if params.get("headers"):
+            args.append(table.column(HEADERS).to_pylist())
+        store.put_columns(*args)
+
+    def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        layout = self.layout(params)
+        schema = layout.raw_schema()
+        for chunk in store.scan_columns(BATCH_ROWS):
+            columns = [
+                pa.array(chunk[0], pa.binary()),
+                pa.array(chunk[1], pa.binary()),
+                known(chunk[2]),
+            ]
+            if layout.headers:
+                columns.append(pa.array(chunk[3], pa.binary()))
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+    def scan_columns(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+    ) -> pa.Table | None:
+        # A snapshot's rows are Kafka's values (maybe the pre-KIP-258 format): RocksDB reads them.
+        if not scan.is_full or runs:
+            return None
+        layout = self.layout(params)
+        names = layout.changelog_schema().names
+        wide = pa.schema(
+            [pa.field(n, TIME if n == "timestamp" else pa.large_binary()) for n in names]
+        )
+        parts = [time_order(t.select(names), "timestamp").cast(wide) for t in commits]
+        if not parts:
+            return layout.raw_schema().empty_table()
+        # Kafka's timestamped store overwrites on every put: in apply order, the last write wins.
+        latest = last_per_key(pa.concat_tables(parts))
+        stamps = latest.column("timestamp").combine_chunks()
+        return latest.set_column(names.index("timestamp"), "timestamp", known(stamps))
+
+
+TIMESTAMPED = TimestampedKind()
