@@ -90,11 +90,14 @@ def check_one_schema(table: StoreTable, start: int, end: int) -> StoreTable:
     log = table.log
     spec_commit = log.read(end).spec_commit
     if spec_commit > 1 and spec_commit >= start:
-        after = "" if spec_commit >= end else f", or from {spec_commit + 1}"
+        ranges = []
+        if start < spec_commit:
+            ranges.append(f"commits {start} to {spec_commit - 1}")
+        ranges.append(f"from commit {spec_commit + 1} (startingVersion {spec_commit + 1})")
         raise InvalidOptionError(
             f"commit {spec_commit} of store {table.spec.name!r} replaced its schema "
-            "(overwriteSchema), so a change feed cannot show commits on both sides of it with "
-            f"one set of columns; read commits {start} to {spec_commit - 1}{after}",
+            "(overwriteSchema), so a change feed cannot show it, or commits on both sides of "
+            f"it, with one set of columns; read {', or '.join(ranges)}",
             code="SCHEMA_CHANGED",
         )
     return table.at_commit(end)

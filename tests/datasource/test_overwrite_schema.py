@@ -140,11 +140,21 @@ def test_a_write_planned_before_a_schema_overwrite_is_refused_at_commit(warehous
 def test_a_change_feed_across_a_schema_overwrite_is_refused(warehouse: str) -> None:
     write(warehouse, OLD, old_rows(), overwrite=False)
     write(warehouse, NEW, new_rows(), overwrite=True, overwriteSchema="true", **NEW_KIND)
-    with pytest.raises(InvalidOptionError, match=r"\[SCHEMA_CHANGED\].*commits 1 to 1"):
+    with pytest.raises(InvalidOptionError, match=r"\[SCHEMA_CHANGED\].*read commits 1 to 1, or from commit 3"):
         ChangeFeedReader.plan(options(warehouse, readChangeFeed="true", startingVersion="1"))
     feed = ChangeFeedReader.plan(options(warehouse, readChangeFeed="true", startingVersion="1",
                                          endingVersion="1"))
     assert feed.spec.kind == "keyvalue"
+    with pytest.raises(InvalidOptionError, match=r"\[SCHEMA_CHANGED\].*read from commit 3 \(startingVersion 3\)$"):
+        ChangeFeedReader.plan(options(warehouse, readChangeFeed="true", startingVersion="2"))
+    more = pa.RecordBatch.from_pydict(
+        {"key": pa.array([8], pa.int64()), "value": pa.array(["eight"]),
+         "timestamp": pa.array([2000], pa.int64())}
+    )
+    write(warehouse, NEW, more, overwrite=False)
+    after = ChangeFeedReader.plan(options(warehouse, readChangeFeed="true", startingVersion="3"))
+    changes = [r for p in after.partitions() for b in after.read(p) for r in b.to_pylist()]
+    assert [(r["key"], r["value"], r["_change_type"]) for r in changes] == [(8, "eight", "insert")]
 
 
 def test_the_same_schema_with_overwrite_schema_is_a_plain_overwrite(warehouse: str) -> None:
