@@ -103,32 +103,16 @@ def query_key(
     """One key's answer from the store's partitions (Kafka's IQv2), as plain JSON values."""
     from catalog.durations import parse_instant_ms
     from catalog.interactive import StateQueryRequest
-    from stores.query import (
-        KeyQuery,
-        TimestampedKeyQuery,
-        VersionedKeyQuery,
-        WindowKeyQuery,
-        WindowRangeQuery,
-    )
 
     table = catalog.load(store)
     spec = table.spec
     key = _typed_key(spec.key_type, text)
-    query: Any
-    if spec.kind == "keyvalue":
-        query = KeyQuery.with_key(key)
-    elif spec.kind == "timestamped":
-        query = TimestampedKeyQuery.with_key(key)
-    elif spec.kind == "versioned":
-        query = VersionedKeyQuery.with_key(key)
-        if as_of is not None:
-            query = query.as_of(parse_instant_ms(as_of, "--as-of"))
-    elif spec.kind == "window":
-        low = 0 if time_from is None else parse_instant_ms(time_from, "--from")
-        high = 2**63 - 1 if time_to is None else parse_instant_ms(time_to, "--to")
-        query = WindowKeyQuery.with_key_and_window_start_range(key, low, high)
-    else:
-        query = WindowRangeQuery.with_key(key)
+    query = table.kind.key_query(
+        key,
+        as_of=None if as_of is None else parse_instant_ms(as_of, "--as-of"),
+        time_from=None if time_from is None else parse_instant_ms(time_from, "--from"),
+        time_to=None if time_to is None else parse_instant_ms(time_to, "--to"),
+    )
     result = catalog.query(StateQueryRequest.in_store(store).with_query(query))
     answers = list(result.get_partition_results().values())
     failed = [a for a in answers if not a.is_success()]
@@ -138,7 +122,7 @@ def query_key(
         )
     found = [a.get_result() for a in answers if a.get_result() is not None]
     plain = [_plain(r) for r in found]
-    if spec.kind in ("window", "session"):  # every partition's entries of the key
+    if table.kind.entries_per_key:  # every partition's entries of the key
         value: Any = [entry for entries in plain for entry in entries]
     else:  # the key's one partition answers; missing keys answer null
         value = plain[0] if plain else None

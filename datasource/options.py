@@ -9,27 +9,25 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from catalog.durations import parse_duration_ms, parse_instant_ms
-from catalog.kinds import Scan
+from catalog.kinds import Scan, all_params
 from catalog.paths import check_store_name
 from stores.errors import InvalidOptionError
 
+#: The options that set the store kinds' parameters (``catalog.kinds``: each kind declares
+#: its own), as ``StoreSpec.params`` keys: the connector knows no kind by name.
+PARAM_OF_OPTION = {p.option: p.key for p in all_params()}
+_PARAM_TYPE = {p.option: p.type for p in all_params()}
+#: Options that shape a store when a write creates it.
+CREATION_OPTIONS = ("kind", "numPartitions", *PARAM_OF_OPTION)
 #: Every option the connector accepts, in its documented spelling.
 OPTIONS = (
     "store",
     "path",
     "root",
-    "kind",
-    "numPartitions",
-    "historyRetention",
-    "segmentInterval",
-    "retention",
-    "windowSize",
-    "retainDuplicates",
-    "timestamped",
-    "headers",
+    *CREATION_OPTIONS,
     "asOfTimestamp",
     "versionAsOf",
     "timestampAsOf",
@@ -67,29 +65,6 @@ CATALOG_TABLE_HINT = (
     "'rates'), INSERT INTO t WITH ('store' = 'rates') SELECT ...; or use a temporary view "
     "(CREATE TEMPORARY VIEW v USING state_store OPTIONS (store 'rates'))"
 )
-#: Options that shape a store when a write creates it.
-CREATION_OPTIONS = (
-    "kind",
-    "numPartitions",
-    "historyRetention",
-    "segmentInterval",
-    "retention",
-    "windowSize",
-    "retainDuplicates",
-    "timestamped",
-    "headers",
-)
-#: Creation options as ``StoreSpec.params`` keys, which are also ``StoreOptions`` field names
-#: (``numPartitions`` and ``kind`` are spec fields instead).
-PARAM_OF_OPTION = {
-    "historyRetention": "history_retention_ms",
-    "segmentInterval": "segment_interval_ms",
-    "retention": "retention_ms",
-    "windowSize": "window_size_ms",
-    "retainDuplicates": "retain_duplicates",
-    "timestamped": "timestamped",
-    "headers": "headers",
-}
 
 
 @dataclass(frozen=True)
@@ -100,13 +75,8 @@ class StoreOptions:
     root: str | None = None
     kind: str | None = None
     num_partitions: int | None = None
-    history_retention_ms: int | None = None
-    segment_interval_ms: int | None = None
-    retention_ms: int | None = None
-    window_size_ms: int | None = None
-    retain_duplicates: bool | None = None
-    timestamped: bool | None = None
-    headers: bool | None = None
+    #: The kind parameters given, keyed as ``StoreSpec.params`` (parsed as each declares).
+    params: Mapping[str, int | bool] = field(default_factory=dict)
     as_of_ms: int | None = None
     version_as_of: int | None = None
     read_history: bool = False
@@ -175,13 +145,7 @@ class StoreOptions:
             root=given.get("root") or None,
             kind=given["kind"].strip().lower() if "kind" in given else None,
             num_partitions=_positive_int(given, "numPartitions"),
-            history_retention_ms=_duration(given, "historyRetention"),
-            segment_interval_ms=_duration(given, "segmentInterval"),
-            retention_ms=_duration(given, "retention"),
-            window_size_ms=_duration(given, "windowSize"),
-            retain_duplicates=_boolean(given, "retainDuplicates"),
-            timestamped=_boolean(given, "timestamped"),
-            headers=_boolean(given, "headers"),
+            params=_params(given),
             as_of_ms=_instant(given, "asOfTimestamp"),
             version_as_of=_version(given),
             read_history=bool(_boolean(given, "readHistory")),
@@ -206,8 +170,8 @@ class StoreOptions:
         )
 
     def creation_params(self) -> dict[str, int | bool | str | None]:
-        """The kind parameters given, keyed as ``StoreSpec.params`` (also this class's fields)."""
-        return {param: getattr(self, param) for param in PARAM_OF_OPTION.values()}
+        """Every kind parameter, keyed as ``StoreSpec.params`` (None: not given)."""
+        return {key: self.params.get(key) for key in PARAM_OF_OPTION.values()}
 
     def creation_value(self, option: str) -> int | bool | str | None:
         """The parsed value of a creation option (None if not given)."""
@@ -215,8 +179,7 @@ class StoreOptions:
             return self.kind
         if option == "numPartitions":
             return self.num_partitions
-        value: int | bool | None = getattr(self, PARAM_OF_OPTION[option])
-        return value
+        return self.params.get(PARAM_OF_OPTION[option])
 
     def scan(self) -> Scan:
         """What a read asks for (see ``catalog.kinds.Scan``).
@@ -238,6 +201,16 @@ class StoreOptions:
                 all_versions=True,
             )
         return Scan(as_of=self.as_of_ms, time_from=low, time_to=high)
+
+
+def _params(given: dict[str, str]) -> dict[str, int | bool]:
+    """The kind parameters given, each read as its kind declares it (durations, booleans)."""
+    out: dict[str, int | bool] = {}
+    for option, key in PARAM_OF_OPTION.items():
+        value = (_duration if _PARAM_TYPE[option] == "duration" else _boolean)(given, option)
+        if value is not None:
+            out[key] = value
+    return out
 
 
 def _txn_app_id(given: dict[str, str], streaming: bool) -> str | None:

@@ -256,7 +256,7 @@ class StateStoreWriter(DataSourceArrowWriter):
                 )
         layout = table.layout
         long_times: dict[str, bool] = {}
-        intervals = spec.kind == "versioned" and "valid_from" in columns
+        intervals = table.kind.writes_intervals and "valid_from" in columns
         if intervals:
             # The store's own read schema (or an SCD2 dimension): valid_from is the record
             # time; a valid_to that no later row of the key starts at ends it with a tombstone.
@@ -269,7 +269,7 @@ class StateStoreWriter(DataSourceArrowWriter):
             for name in ("valid_from", "valid_to"):
                 if name in columns:
                     long_times[name] = _time_type(name, columns[name])
-        elif spec.kind == "versioned" and "valid_to" in columns:
+        elif table.kind.writes_intervals and "valid_to" in columns:
             raise InvalidOptionError(
                 "the DataFrame has 'valid_to' but no 'valid_from'; a history-shaped write "
                 "takes key, value, valid_from and (optionally) valid_to",

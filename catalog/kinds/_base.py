@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.errors import InvalidOptionError
+from stores.query import Query
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.rocksdb_bytes import RocksDBBytesStore
 
@@ -121,8 +122,16 @@ class StoreKind:
 
     name: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
+    #: Reads as of a record time (``asOfTimestamp``) and whole histories (``versions``).
     supports_as_of: ClassVar[bool] = False
+    #: Reads of the entries whose start lies in a range (``windowStartFrom`` / ``To``).
     supports_time_range: ClassVar[bool] = False
+    #: A write may give the kind's read schema back: ``valid_from`` (and ``valid_to``) rows,
+    #: each an interval, instead of one record time per row.
+    writes_intervals: ClassVar[bool] = False
+    #: A key's answer to ``key_query`` is a list of entries (windows, sessions), gathered
+    #: from every partition, rather than one value from the key's partition.
+    entries_per_key: ClassVar[bool] = False
 
     def make_params(self, given: dict[str, Any]) -> dict[str, Any]:
         """The spec parameters of a new store from ``given`` (keys of ``Param.key``; a None
@@ -181,6 +190,18 @@ class StoreKind:
 
     def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         """Raw batches (``Layout.raw_schema``) of what ``scan`` reads from ``store``."""
+        raise NotImplementedError
+
+    def key_query(
+        self,
+        key: Any,
+        *,
+        as_of: int | None = None,
+        time_from: int | None = None,
+        time_to: int | None = None,
+    ) -> Query:
+        """The Interactive Queries v2 query for one key (the command line's ``query``):
+        ``as_of`` and the time range apply where the kind has them."""
         raise NotImplementedError
 
     def scan_columns(

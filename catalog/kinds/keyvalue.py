@@ -10,6 +10,7 @@ import pyarrow as pa
 from catalog.kinds._base import BATCH_ROWS, Layout, Runs, Scan, StoreKind, last_per_key
 from stores.errors import InvalidOptionError
 from stores.key_value import KeyValueStore
+from stores.query import KeyQuery, Query
 from stores.rocksdb_bytes import RocksDBBytesStore
 
 _WIDE = pa.schema([pa.field("key", pa.large_binary()), pa.field("value", pa.large_binary())])
@@ -46,6 +47,9 @@ class KeyValueKind(StoreKind):
             yield pa.RecordBatch.from_arrays(
                 [pa.array(keys, pa.binary()), pa.array(values, pa.binary())], schema=schema
             )
+
+    def key_query(self, key: Any, **bounds: int | None) -> Query:
+        return KeyQuery.with_key(key)
 
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan

@@ -21,6 +21,7 @@ from catalog.kinds._base import (
 )
 from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, span_batches
 from catalog.span_columns import session_base, session_read
+from stores.query import Query, WindowRangeQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.session import SessionStore, SessionStoreWithHeaders, default_segment_interval_ms
 
@@ -31,6 +32,7 @@ def _store_class(params: dict[str, Any]) -> Any:
 
 class SessionKind(StoreKind):
     name: ClassVar[str] = "session"
+    entries_per_key: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = (RETENTION, SEGMENT_INTERVAL, HEADERS_PARAM)
     supports_time_range: ClassVar[bool] = True
 
@@ -68,6 +70,9 @@ class SessionKind(StoreKind):
 
     def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         return span_batches(store, scan, self.layout(params))
+
+    def key_query(self, key: Any, **bounds: int | None) -> Query:
+        return WindowRangeQuery.with_key(key)  # Kafka's query of a key's sessions
 
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan

@@ -22,6 +22,7 @@ from catalog.kinds._base import (
     last_per_key,
     time_order,
 )
+from stores.query import Query, TimestampedKeyQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 
@@ -74,6 +75,9 @@ class TimestampedKind(StoreKind):
             if layout.headers:
                 columns.append(pa.array(chunk[3], pa.binary()))
             yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+    def key_query(self, key: Any, **bounds: int | None) -> Query:
+        return TimestampedKeyQuery.with_key(key)
 
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan

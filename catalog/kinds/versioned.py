@@ -22,6 +22,7 @@ from catalog.kinds._base import (
 )
 from catalog.versioned_columns import snapshot_records, versioned_read
 from stores.errors import InvalidOptionError
+from stores.query import Query, VersionedKeyQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.versioned import VersionedKeyValueStore, default_segment_interval_ms
 
@@ -34,6 +35,7 @@ SEGMENT_INTERVAL = Param("segment_interval_ms", "segmentInterval", "duration")
 
 class VersionedKind(StoreKind):
     name: ClassVar[str] = "versioned"
+    writes_intervals: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = (HISTORY_RETENTION, SEGMENT_INTERVAL)
     supports_as_of: ClassVar[bool] = True
 
@@ -91,6 +93,10 @@ class VersionedKind(StoreKind):
         for keys, values, stamps in store.scan_latest_columns(BATCH_ROWS):
             latest = pa.nulls(len(keys), pa.int64())
             yield pa.RecordBatch.from_arrays([keys, values, stamps, latest], schema=schema)
+
+    def key_query(self, key: Any, *, as_of: int | None = None, **bounds: int | None) -> Query:
+        query = VersionedKeyQuery.with_key(key)
+        return query if as_of is None else query.as_of(as_of)
 
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan

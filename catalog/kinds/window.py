@@ -22,6 +22,7 @@ from catalog.kinds._base import (
 from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, span_batches
 from catalog.span_columns import window_base, window_read
 from stores.errors import InvalidOptionError
+from stores.query import Query, WindowKeyQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.window import (
     TimestampedWindowStore,
@@ -48,6 +49,7 @@ def _store_class(params: dict[str, Any]) -> Any:
 
 class WindowKind(StoreKind):
     name: ClassVar[str] = "window"
+    entries_per_key: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = (
         RETENTION, WINDOW_SIZE, RETAIN_DUPLICATES, SEGMENT_INTERVAL, TIMESTAMPED_PARAM,
         HEADERS_PARAM,
@@ -107,6 +109,18 @@ class WindowKind(StoreKind):
 
     def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         return span_batches(store, scan, self.layout(params))
+
+    def key_query(
+        self,
+        key: Any,
+        *,
+        time_from: int | None = None,
+        time_to: int | None = None,
+        **bounds: int | None,
+    ) -> Query:
+        low = 0 if time_from is None else time_from
+        high = 2**63 - 1 if time_to is None else time_to
+        return WindowKeyQuery.with_key_and_window_start_range(key, low, high)
 
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan

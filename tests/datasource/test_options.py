@@ -25,8 +25,7 @@ def test_options_are_case_insensitive_and_parsed() -> None:
         root="/tmp/w",
         kind="versioned",
         num_partitions=4,
-        history_retention_ms=30 * 86_400_000,
-        segment_interval_ms=86_400_000,
+        params={"history_retention_ms": 30 * 86_400_000, "segment_interval_ms": 86_400_000},
         as_of_ms=1_714_564_800_000,
     )
 

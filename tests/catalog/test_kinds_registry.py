@@ -1,0 +1,73 @@
+"""Store kinds are plug-ins: a kind is one class, registered once; the catalog and the
+connector find it, and its parameters, by the registry alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pytest
+
+from catalog import Catalog
+from catalog.kinds import KINDS, Param, StoreKind, all_params, kind_of, register
+from catalog.kinds.keyvalue import KeyValueKind
+from datasource.options import CREATION_OPTIONS, PARAM_OF_OPTION
+from stores.errors import InvalidOptionError
+
+
+class _Echo(KeyValueKind):
+    """A key-value store under another name, with a required parameter of its own."""
+
+    name: ClassVar[str] = "echo"
+    params: ClassVar[tuple[Param, ...]] = (
+        Param("echo_delay_ms", "echoDelay", "duration", required=True, example="'1 s'"),
+    )
+
+    def check(self, given: dict[str, Any]) -> dict[str, Any]:
+        return {"echo_delay_ms": int(given["echo_delay_ms"])}
+
+
+@pytest.fixture
+def echo() -> Iterator[StoreKind]:
+    kind = register(_Echo())
+    try:
+        yield kind
+    finally:
+        KINDS.pop("echo")
+
+
+def test_a_registered_kind_is_found_and_stores_work_with_it(
+    catalog: Catalog, echo: StoreKind
+) -> None:
+    assert kind_of("echo") is echo
+    assert "echoDelay" in [p.option for p in all_params()]
+    with pytest.raises(InvalidOptionError, match=r"\[MISSING_OPTION\].*'echoDelay'"):
+        catalog.create_store("e", "echo", "string", "long", 2)
+    with pytest.raises(
+        InvalidOptionError, match=r"takes no option 'windowSize'; its options: 'echoDelay'"
+    ):
+        catalog.create_store("e", "echo", "string", "long", 2, echo_delay_ms=5, window_size_ms=9)
+    table = catalog.create_store("e", "echo", "string", "long", 2, echo_delay_ms=5)
+    table.commit(table.stage(pa.array(["a", "b", "a"]), pa.array([1, 2, 3], pa.int64())))
+    rows = catalog.load("e").to_arrow().to_pylist()
+    assert sorted((r["key"], r["value"]) for r in rows) == [("a", 3), ("b", 2)]
+    assert catalog.load("e").spec.params == {"echo_delay_ms": 5}
+
+
+def test_kinds_that_disagree_on_a_parameter_or_a_name_are_refused() -> None:
+    class Clash(_Echo):
+        name: ClassVar[str] = "clash"
+        params: ClassVar[tuple[Param, ...]] = (Param("retention_ms", "ttl", "duration"),)
+
+    with pytest.raises(InvalidOptionError, match=r"'retention_ms' as option 'ttl'.*'retention'"):
+        register(Clash())
+    with pytest.raises(InvalidOptionError, match="already registered"):
+        register(KeyValueKind())
+    assert "clash" not in KINDS
+
+
+def test_the_connector_s_creation_options_are_the_kinds_parameters() -> None:
+    declared = {p.option: p.key for kind in KINDS.values() for p in kind.params}
+    assert PARAM_OF_OPTION == declared
+    assert CREATION_OPTIONS == ("kind", "numPartitions", *declared)
