@@ -1,13 +1,17 @@
 """As-of join of events against a versioned store, against the same join in Spark SQL.
 
-    python bench/asof_join.py                                     # 1000 keys x 100 versions
-    python bench/asof_join.py --keys 10000 --versions 10          # the range join's best case
+    python bench/asof_join.py                         # 1000 keys x 100 versions, double values
+    python bench/asof_join.py --value-bytes 100       # 100-byte string values instead
+    python bench/asof_join.py --keys 10000 --versions 10    # the range join's best case
 
-A versioned store of ``keys`` 16-byte keys x ``versions`` versions (100-byte values, one per
-minute per key, 4 store partitions; history retention 1 day, so every event is within it) and
+A versioned store of ``keys`` 16-byte keys x ``versions`` versions (double values, or strings of
+``--value-bytes``; one per minute per key, 4 store partitions; history retention 1 day, so
+every event is within it) and
 ``events`` events (a random key each, a random time within the history and up to 10 minutes
 past it; 8 Spark partitions, cached before timing) on local[2]. The default shape is KIP-889's
-case: few keys (currencies), each with a long history (a rate a minute), many events (orders). Three ways to give each event
+case: few keys (currency pairs), each with a long history (a rate a minute), many events
+(orders). Every value the join returns crosses from Python to the JVM, so wide values cost
+``asof_join`` more than the JVM-only joins. Three ways to give each event
 the value valid at its time, each run into Spark's ``noop`` sink:
 
 - ``asof_join``: this library (``datasource.asof_join``): batched, key-ordered lookups in each
@@ -69,6 +73,9 @@ def main() -> None:
     parser.add_argument("--versions", type=int, default=100)
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--value-bytes", type=int, default=0, help="string values of this size (0: doubles)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-asof-join-"))
     os.environ["STATE_STORE_CACHE_DIR"] = str(work / "cache")
@@ -84,7 +91,8 @@ def main() -> None:
         rows = args.keys * args.versions
         versions = spark.range(rows).select(
             F.format_string("key-%012d", F.col("id") % args.keys).alias("key"),
-            F.format_string("value-%094d", F.col("id")).alias("value"),
+            (F.format_string(f"value-%0{args.value_bytes - 6}d", F.col("id"))
+             if args.value_bytes else (F.col("id") / 7).cast("double")).alias("value"),
             (F.lit(BASE_MS) + (F.col("id") / args.keys).cast("long") * MINUTE_MS
              + F.col("id") % 997).alias("timestamp"),
         )  # fmt: skip
@@ -123,7 +131,10 @@ def main() -> None:
             F.struct("value", "valid_from", "valid_to").alias("version"),
         ).unionByName(events.select(
             "key", F.col("ts").alias("at"), F.lit(1).alias("order"), "event_id", "ts",
-            F.lit(None).cast("struct<value:string,valid_from:timestamp,valid_to:timestamp>")
+            F.lit(None).cast(
+                f"struct<value:{'string' if args.value_bytes else 'double'},"
+                "valid_from:timestamp,valid_to:timestamp>"
+            )
             .alias("version"),
         ))  # fmt: skip
         window = Window.partitionBy("key").orderBy("at", "order").rowsBetween(
@@ -153,7 +164,8 @@ def main() -> None:
         rate = {name: args.events / statistics.median(t) for name, t in runs.items()}
         print(
             f"as-of join: {args.events} events, store of {args.keys} keys x {args.versions} "
-            f"versions (4 partitions), local[2], median of {args.repeat}; "
+            f"versions ({f'{args.value_bytes}-byte strings' if args.value_bytes else 'doubles'}"
+            f", 4 partitions), local[2], median of {args.repeat}; "
             f"{matched['asof_join']} events found a version"
         )
         for name in ways:

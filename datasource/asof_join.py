@@ -13,13 +13,14 @@ semantics, history retention included): the version's ``value``, ``valid_from`` 
 join: every event is kept, in its order within its Spark partition).
 
 How: the store's newest commit is pinned on the driver when the join is planned. Each Spark
-task (``mapInArrow``) serializes its events' keys as the store does, groups them by store
-partition (the crc32 partitioner), opens each partition's local cache read-only at the pinned
-commit (``PartitionCache.open_at``, built or caught up from the durable files if needed) and
-answers the partition's events with one batched, key-ordered lookup
-(``VersionedKeyValueStore.get_many_columns``), which reads each key's rows once however many
-events the key has. Spark objects hold only picklable configuration (the warehouse URL, the
-store's spec, the commit), so the join runs on any cluster whose executors reach the warehouse.
+task (``mapInArrow``) gathers up to ``AsOfLookup.chunk_rows`` events, serializes their keys as
+the store does, groups them by store partition (the crc32 partitioner; Spark SQL computes it
+where it can), opens each partition's local cache read-only at the pinned commit
+(``PartitionCache.open_at``, built or caught up from the durable files if needed) and answers
+the partition's events in one call (``VersionedKeyValueStore.as_of_columns``): key-ordered
+lookups that read each key's rows once however many events the key has. Spark objects hold
+only picklable configuration (the warehouse URL, the store's spec, the commit), so the join
+runs on any cluster whose executors reach the warehouse.
 """
 
 from __future__ import annotations
