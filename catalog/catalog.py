@@ -329,13 +329,14 @@ class Catalog:
 
         Raises:
             StoreNotFoundError: the store does not exist.
-            InvalidOptionError: the range is outside the commits that exist.
+            InvalidOptionError: the range is outside the commits that exist, or spans a schema
+                overwrite (SCHEMA_CHANGED).
         """
-        from catalog.change_feed import changes_as_table, version_range
+        from catalog.change_feed import changes_as_table, check_one_schema, version_range
 
         table = self.load(name)
         first, last = version_range(table, start, end, None, None)
-        return changes_as_table(table, first, last)
+        return changes_as_table(check_one_schema(table, first, last), first, last)
 
     def compact(
         self,

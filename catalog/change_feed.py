@@ -243,3 +243,27 @@ def changes_as_table(table: StoreTable, start: int, end: int) -> pa.Table:
     for partition in range(table.spec.num_partitions):
         batches += partition_changes(table, partition, start, end)
     return pa.Table.from_batches(batches, schema=change_schema(table))
+
+
+def check_one_schema(table: StoreTable, start: int, end: int) -> StoreTable:
+    """``table`` with the spec of commits ``start..end`` (and of the state before them).
+
+    Raises:
+        InvalidOptionError: SCHEMA_CHANGED, when a schema overwrite lies in the range.
+    """
+    if end < start:
+        return table.at_commit(max(end, 1))
+    log = table.log
+    spec_commit = log.read(end).spec_commit
+    if spec_commit > 1 and spec_commit >= start:
+        ranges = []
+        if start < spec_commit:
+            ranges.append(f"commits {start} to {spec_commit - 1}")
+        ranges.append(f"from commit {spec_commit + 1} (startingVersion {spec_commit + 1})")
+        raise InvalidOptionError(
+            f"commit {spec_commit} of store {table.spec.name!r} replaced its schema "
+            "(overwriteSchema), so a change feed cannot show it, or commits on both sides of "
+            f"it, with one set of columns; read {', or '.join(ranges)}",
+            code="SCHEMA_CHANGED",
+        )
+    return table.at_commit(end)

@@ -144,9 +144,15 @@ class PartitionCache:
 
     def catch_up(self, target: int) -> int:
         """Bring the cache to commit ``target`` (never backwards); return the id it is at."""
-        with self._lock(exclusive=True):
-            applied: int = self._repairing(lambda: self._catch_up(self.path, target))
-            return applied
+
+        def locked() -> int:
+            with self._lock(exclusive=True):
+                return self._catch_up(self.path, target)
+
+        # The repair discards the cache under the lock itself: the lock is released first (a
+        # second flock of this process on another handle would wait for this one forever).
+        applied: int = self._repairing(locked)
+        return applied
 
     @property
     def families(self) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from catalog.catalog import STORES_SCHEMA, Catalog, StoreTable
-from catalog.change_feed import partition_changes, version_range
+from catalog.change_feed import check_one_schema, partition_changes, version_range
 from catalog.spec import StoreSpec
 from datasource.errors import surface_errors
 from datasource.options import StoreOptions
@@ -77,30 +77,6 @@ def change_feed_table(options: StoreOptions) -> tuple[StoreTable, int, int]:
         options.ending_timestamp_ms,
     )
     return check_one_schema(table, start, end), start, end
-
-
-def check_one_schema(table: StoreTable, start: int, end: int) -> StoreTable:
-    """``table`` with the spec of commits ``start..end`` (and of the state before them).
-
-    Raises:
-        InvalidOptionError: SCHEMA_CHANGED, when a schema overwrite lies in the range.
-    """
-    if end < start:
-        return table.at_commit(max(end, 1))
-    log = table.log
-    spec_commit = log.read(end).spec_commit
-    if spec_commit > 1 and spec_commit >= start:
-        ranges = []
-        if start < spec_commit:
-            ranges.append(f"commits {start} to {spec_commit - 1}")
-        ranges.append(f"from commit {spec_commit + 1} (startingVersion {spec_commit + 1})")
-        raise InvalidOptionError(
-            f"commit {spec_commit} of store {table.spec.name!r} replaced its schema "
-            "(overwriteSchema), so a change feed cannot show it, or commits on both sides of "
-            f"it, with one set of columns; read {', or '.join(ranges)}",
-            code="SCHEMA_CHANGED",
-        )
-    return table.at_commit(end)
 
 
 @surface_errors

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -166,3 +167,33 @@ def test_a_damaged_scan_file_is_rebuilt_not_served(
         crc.write_text("zz")
     assert _rows(table) == _expected()
     assert scan.read_bytes() == good and crc.exists()  # rebuilt, checksummed again
+
+
+def test_a_catch_up_that_rocksdb_reports_damaged_is_rebuilt_not_deadlocked(
+    catalog: Catalog, table: StoreTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = _cache(catalog, table)
+    assert cache.catch_up(2) == 2
+    original = PartitionCache._catch_up
+    failures = iter([Exception("Corruption: block checksum mismatch")])
+
+    def damaged_once(self: PartitionCache, path: str, target: int) -> int:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure  # what rocksdict raises for a damaged file
+        return original(self, path, target)
+
+    monkeypatch.setattr(PartitionCache, "_catch_up", damaged_once)
+    # The repair discards the cache (taking its lock) and builds it again from the log. It
+    # used to wait for the lock its own caller held: a thread bounds the wait, the test fails.
+    done: list[int] = []
+    worker = threading.Thread(target=lambda: done.append(cache.catch_up(4)), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "catch_up deadlocked on its own lock"
+    assert done == [4]
+    db = RocksDBBytesStore(cache.path, ("default", OFFSETS_CF), read_only=True)
+    try:
+        assert sum(1 for _ in db.items()) == ROWS
+    finally:
+        db.close()

@@ -155,6 +155,11 @@ def test_a_change_feed_across_a_schema_overwrite_is_refused(warehouse: str) -> N
     after = ChangeFeedReader.plan(options(warehouse, readChangeFeed="true", startingVersion="3"))
     changes = [r for p in after.partitions() for b in after.read(p) for r in b.to_pylist()]
     assert [(r["key"], r["value"], r["_change_type"]) for r in changes] == [(8, "eight", "insert")]
+    # The Python API says the same (it used to fail inside Arrow, concatenating two schemas).
+    catalog = Catalog(warehouse)
+    with pytest.raises(InvalidOptionError, match=r"\[SCHEMA_CHANGED\].*read commits 1 to 1"):
+        catalog.changes("s", 1)
+    assert catalog.changes("s", 3).column("key").to_pylist() == [8]
 
 
 def test_the_same_schema_with_overwrite_schema_is_a_plain_overwrite(warehouse: str) -> None:
