@@ -13,7 +13,9 @@ holds the same value (see ``_time_known``).
 
 A single-key as-of read (``get(key, as_of)``) gives Kafka's answer from fewer reads: usually one,
 the row of ``as_of``'s own segment, searched in place (``versioned_format.find_in_row``) rather
-than decoded; see the comment in ``get`` for why that is the answer Kafka's reads give.
+than decoded; see the comment in ``get`` for why that is the answer Kafka's reads give. Many
+lookups at once (``as_of_columns``, the as-of join's) read each key's latest value and rows
+once, and answer a key's instants together by one binary search over its versions.
 """
 
 from __future__ import annotations
