@@ -95,7 +95,7 @@ def asof_join(
 
     table = Catalog(root).load(store)
     spec = table.spec
-    if spec.kind != "versioned":
+    if not table.kind.supports_as_of:
         raise InvalidOptionError(
             f"asof_join needs a versioned store; store {store!r} is a {spec.kind} store, "
             "which keeps no history to look up by time",
