@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from catalog.kinds._base import BATCH_ROWS, TIME, Layout, Param, Scan, known
+from catalog.kinds._base import BATCH_ROWS, TIME, Layout, Param, Runs, Scan, StoreKind, known
+from catalog.span_columns import SpanBase
 
 RETENTION = Param("retention_ms", "retention", "duration", required=True, example="'1 day' or ms")
 SEGMENT_INTERVAL = Param("segment_interval_ms", "segmentInterval", "duration")
@@ -31,3 +32,25 @@ def span_batches(store: Any, scan: Scan, layout: Layout) -> Iterator[pa.RecordBa
         if layout.headers:
             columns.append(pa.array(chunk[-1], pa.binary()))
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+class SpanKind(StoreKind):
+    """A kind on Kafka's segmented store: entries per key and time span, read by start range."""
+
+    supports_time_range: ClassVar[bool] = True
+    entries_per_key: ClassVar[bool] = True
+    #: ``span_columns``' decoder of this kind's snapshot rows, and its read of the changelog.
+    snapshot_base: ClassVar[Callable[..., SpanBase | None]]
+    columns_read: ClassVar[Callable[..., pa.Table | None]]
+
+    def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        return span_batches(store, scan, self.layout(params))
+
+    def scan_columns(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+    ) -> pa.Table | None:
+        cls = type(self)
+        base = cls.snapshot_base(runs, params, self.column_families(params)) if runs else None
+        if runs and base is None:
+            return None  # rows in a legacy layout: RocksDB converts them
+        return cls.columns_read(commits, params, scan.time_from, scan.time_to, base)

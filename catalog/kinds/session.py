@@ -3,7 +3,6 @@ kept for ``retention`` after the session ends."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -12,14 +11,11 @@ from catalog.kinds._base import (
     HEADERS,
     Layout,
     Param,
-    Runs,
-    Scan,
-    StoreKind,
     TimeColumn,
     segment_interval,
     time_order,
 )
-from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, span_batches
+from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
 from catalog.span_columns import session_base, session_read
 from stores.query import Query, WindowRangeQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
@@ -30,11 +26,11 @@ def _store_class(params: dict[str, Any]) -> Any:
     return SessionStoreWithHeaders if params.get("headers") else SessionStore
 
 
-class SessionKind(StoreKind):
+class SessionKind(SpanKind):
     name: ClassVar[str] = "session"
-    entries_per_key: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = (RETENTION, SEGMENT_INTERVAL, HEADERS_PARAM)
-    supports_time_range: ClassVar[bool] = True
+    snapshot_base = staticmethod(session_base)
+    columns_read = staticmethod(session_read)
 
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
         retention = int(given["retention_ms"])
@@ -68,19 +64,8 @@ class SessionKind(StoreKind):
             table.column(HEADERS).to_pylist() if params.get("headers") else None,
         )
 
-    def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-        return span_batches(store, scan, self.layout(params))
-
     def key_query(self, key: Any, **bounds: int | None) -> Query:
         return WindowRangeQuery.with_key(key)  # Kafka's query of a key's sessions
-
-    def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
-    ) -> pa.Table | None:
-        base = session_base(runs, params, self.column_families(params)) if runs else None
-        if runs and base is None:
-            return None
-        return session_read(commits, params, scan.time_from, scan.time_to, base)
 
 
 SESSION = SessionKind()

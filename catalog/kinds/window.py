@@ -3,7 +3,6 @@ start, kept for ``retention``, optionally every put (``retainDuplicates``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -12,14 +11,11 @@ from catalog.kinds._base import (
     HEADERS,
     Layout,
     Param,
-    Runs,
-    Scan,
-    StoreKind,
     TimeColumn,
     segment_interval,
     time_order,
 )
-from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, span_batches
+from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
 from catalog.span_columns import window_base, window_read
 from stores.errors import InvalidOptionError
 from stores.query import Query, WindowKeyQuery
@@ -47,14 +43,14 @@ def _store_class(params: dict[str, Any]) -> Any:
     return WindowStoreWithHeaders if params.get("headers") else WindowStore
 
 
-class WindowKind(StoreKind):
+class WindowKind(SpanKind):
     name: ClassVar[str] = "window"
-    entries_per_key: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = (
         RETENTION, WINDOW_SIZE, RETAIN_DUPLICATES, SEGMENT_INTERVAL, TIMESTAMPED_PARAM,
         HEADERS_PARAM,
     )  # fmt: skip
-    supports_time_range: ClassVar[bool] = True
+    snapshot_base = staticmethod(window_base)
+    columns_read = staticmethod(window_read)
 
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
         retention, size = int(given["retention_ms"]), int(given["window_size_ms"])
@@ -107,9 +103,6 @@ class WindowKind(StoreKind):
             table.column(HEADERS).to_pylist() if params.get("headers") else None,
         )
 
-    def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-        return span_batches(store, scan, self.layout(params))
-
     def key_query(
         self,
         key: Any,
@@ -121,14 +114,6 @@ class WindowKind(StoreKind):
         low = 0 if time_from is None else time_from
         high = 2**63 - 1 if time_to is None else time_to
         return WindowKeyQuery.with_key_and_window_start_range(key, low, high)
-
-    def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
-    ) -> pa.Table | None:
-        base = window_base(runs, params, self.column_families(params)) if runs else None
-        if runs and base is None:
-            return None
-        return window_read(commits, params, scan.time_from, scan.time_to, base)
 
 
 WINDOW = WindowKind()
