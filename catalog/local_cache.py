@@ -339,15 +339,15 @@ class PartitionCache:
 
         A full scan of the latest state is what Spark reads most; RocksDB iterates it far
         slower than Arrow reads a memory-mapped IPC file. The first scan at a commit writes
-        ``<cache>.scans/<commit>.arrow`` and its CRC-32 (``.crc32``), both fsynced; later ones
-        check and read that file. Catching up to a newer commit deletes the files of older ones
+        ``<cache>.scans/<commit>.arrow`` and its CRC-32 (``.crc32``); later ones check and
+        read that file (a crash can leave it torn, never trusted: see ``_seal``). Catching up to a newer commit deletes the files of older ones
         (under the exclusive lock, so no reader has them open in a way that matters: a mapped
         file outlives its unlink).
 
         ``variant`` names another whole-store scan kept the same way (a versioned store's
         history: ``".all"``). With ``columnar``, the state is first computed from the newest
-        snapshot and the changelog files after it, with Arrow alone (``columnar(runs, commits)``; see
-        ``StoreKind.latest_columns``): no RocksDB is built for a scan. RocksDB is built only
+        snapshot and the changelog files after it, with Arrow alone (``columnar(runs, commits)``;
+        see ``StoreKind.scan_columns``): no RocksDB is built for a scan. RocksDB is built only
         when ``columnar`` declines, or for lookups (``open_at``).
         """
         path = self._scan_file(target, variant)
@@ -463,19 +463,18 @@ def _open_verified(path: str) -> pa.MemoryMappedFile | None:
 
 
 def _seal(tmp: str, path: str) -> None:
-    """Publish a scan file: fsynced data, then its checksum, renamed into place in that order
-    (a checksum never names a file that is not whole)."""
-    with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
+    """Publish a scan file: the data, then its checksum, renamed into place in that order.
+
+    Not fsynced: a scan file is a cache that every reader verifies against its checksum
+    before serving it (``_open_verified``), so one left torn or empty by a crash is deleted
+    and computed again, never served. (The changelog files it is computed from are durable.)
+    """
     crc = _crc_of(tmp)
     with open(tmp + ".crc32", "w") as f:
         f.write(f"{crc:08x}")
-        f.flush()
-        os.fsync(f.fileno())
     _makedirs(os.path.dirname(path))
     os.replace(tmp, path)
     os.replace(tmp + ".crc32", path + ".crc32")
-    _fsync_dir(os.path.dirname(path))
 
 
 def _drop_older_scans(path: str) -> None:

@@ -57,44 +57,52 @@ def window_read(
     extra = (["timestamp"] if timestamped else []) + (["headers"] if headers else [])
     names = ["key", "value", "window_start", *extra]
     base = base or SpanBase.empty(names)
-    rows = _in_apply_order(commits, names, "window_start")
+    rows, applied = _concat(base, commits, names, "window_start")
     retention, size = params["retention_ms"], params["window_size_ms"]
+    interval = params["segment_interval_ms"]
+    written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
+    starts = rows.column("window_start").to_numpy()
+    n_base = base.rows.num_rows
+    tail = applied[n_base:]
+    seqnums = np.zeros(rows.num_rows, dtype=np.int64)
     if params.get("retain_duplicates"):
-        rows = rows.filter(pc.is_valid(rows.column("value")))  # Kafka: no deletes of duplicates
-        if base.last_seqnum + rows.num_rows > MAX_SEQNUM:
+        tail = tail[written[tail]]  # Kafka: no deletes of duplicates; they never reach the store
+        if base.last_seqnum + len(tail) > MAX_SEQNUM:
             return None
-        seqnums = np.arange(1, rows.num_rows + 1, dtype=np.int64) + base.last_seqnum
-    else:
-        seqnums = np.zeros(rows.num_rows, dtype=np.int64)
-    starts = rows.column("window_start").to_numpy()
-    stream_time = _stream_time(
-        starts, retention, params["segment_interval_ms"], "window", base.stream_time
+        seqnums[:n_base] = base.seqnums
+        seqnums[tail] = np.arange(1, len(tail) + 1, dtype=np.int64) + base.last_seqnum
+    stream_time = _stream_time(starts[tail], retention, interval, "window", base.stream_time)
+    present = np.concatenate([applied[:n_base], tail])  # the rows the store saw, in order
+    # One sort: segment, then store key bytes (Kafka's scan order; a store key's writes are
+    # adjacent), the last write of each store key first.
+    store_keys = _store_keys(
+        rows.column("key").take(pa.array(present)),
+        [(starts[present], 8), (seqnums[present], 4)],
     )
-    rows = pa.concat_tables([base.rows.select(names).cast(rows.schema), rows]).combine_chunks()
-    seqnums = np.concatenate([base.seqnums, seqnums])
-    starts = rows.column("window_start").to_numpy()
-    store_keys = _store_keys(rows.column("key"), [(starts, 8), (seqnums, 4)])
-    rows, store_keys = _last_writes(rows, store_keys)
-    starts = rows.column("window_start").to_numpy()
+    order = pc.sort_indices(
+        pa.table(
+            {
+                "segment": _segment_ids(starts[present], interval),
+                "store_key": store_keys,
+                "rank": np.arange(len(present), dtype=np.int64),
+            }
+        ),
+        sort_keys=[("segment", "ascending"), ("store_key", "ascending"), ("rank", "descending")],
+    )
+    winners = present[order.to_numpy()][_run_starts(store_keys.take(order))]
     low = max(0 if time_from is None else time_from, stream_time - retention + 1)
     high = MAX_LONG if time_to is None else time_to
-    keep = (starts >= low) & (starts <= high)
-    segments = _segment_ids(starts, params["segment_interval_ms"])
-    # Segment by segment, then store key bytes (the segment prefix sorts by id).
-    order = pc.sort_indices(
-        pa.table({"segment": segments, "store_key": store_keys}).filter(pa.array(keep)),
-        sort_keys=[("segment", "ascending"), ("store_key", "ascending")],
-    )
-    rows = rows.filter(pa.array(keep)).take(order)
-    starts = rows.column("window_start")
-    ends = _capped_ends(starts, size)  # as Kafka's window end, capped at Long.MAX_VALUE
-    columns = [rows.column("key"), rows.column("value"), starts, ends]
+    final = winners[written[winners] & (starts[winners] >= low) & (starts[winners] <= high)]
+    picked = rows.take(pa.array(final))
+    window_starts = picked.column("window_start").combine_chunks()
+    ends = _capped_ends(window_starts, size)  # as Kafka's window end, capped at Long.MAX_VALUE
+    columns = [picked.column("key"), picked.column("value"), window_starts, ends]
     names = ["key", "value", "window_start", "window_end"]
     if timestamped:
-        columns.append(_known(rows.column("timestamp")))
+        columns.append(_known(picked.column("timestamp").combine_chunks()))
         names.append("timestamp")
     if headers:
-        columns.append(rows.column("headers"))
+        columns.append(picked.column("headers"))
         names.append("headers")
     return pa.table(columns, names=names)
 
@@ -112,26 +120,29 @@ def session_read(
     extra = ["headers"] if params.get("headers") else []
     names = ["key", "value", "session_start", "session_end", *extra]
     base = base or SpanBase.empty(names)
-    rows = _in_apply_order(commits, names, "session_end")
+    rows, applied = _concat(base, commits, names, "session_end")
     ends = rows.column("session_end").to_numpy()
+    starts = rows.column("session_start").to_numpy()
     stream_time = _stream_time(
-        ends, params["retention_ms"], params["segment_interval_ms"], "session", base.stream_time
-    )
-    rows = pa.concat_tables([base.rows.select(names).cast(rows.schema), rows]).combine_chunks()
-    ends = rows.column("session_end").to_numpy()
-    starts = rows.column("session_start").to_numpy()
+        ends[applied[base.rows.num_rows :]], params["retention_ms"],
+        params["segment_interval_ms"], "session", base.stream_time,
+    )  # fmt: skip
+    rank = np.empty(rows.num_rows, dtype=np.int64)
+    rank[applied] = np.arange(rows.num_rows, dtype=np.int64)
+    # One sort: store key bytes (Kafka's order across segments), the last write first.
     store_keys = _store_keys(rows.column("key"), [(ends, 8), (starts, 8)])
-    rows, store_keys = _last_writes(rows, store_keys)
-    starts = rows.column("session_start").to_numpy()
-    ends = rows.column("session_end").to_numpy()
-    keep = ends >= max(0, stream_time - params["retention_ms"] + 1)
+    order = pc.sort_indices(
+        pa.table({"store_key": store_keys, "rank": rank}),
+        sort_keys=[("store_key", "ascending"), ("rank", "descending")],
+    )
+    winners = order.to_numpy()[_run_starts(store_keys.take(order))]
+    written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
+    keep = written[winners] & (ends[winners] >= max(0, stream_time - params["retention_ms"] + 1))
     if time_from is not None:
-        keep &= starts >= time_from
+        keep &= starts[winners] >= time_from
     if time_to is not None:
-        keep &= starts <= time_to
-    mask = pa.array(keep)
-    rows, store_keys = rows.filter(mask), store_keys.filter(mask)
-    return rows.take(pc.sort_indices(store_keys)).select(names)
+        keep &= starts[winners] <= time_to
+    return rows.take(pa.array(winners[keep])).select(names)
 
 
 @dataclass(frozen=True)
@@ -231,13 +242,34 @@ def _values(raws: ByteColumn, timestamped: bool, headers: bool) -> dict[str, pa.
     return out
 
 
-def _in_apply_order(commits: list[pa.Table], names: list[str], time: str) -> pa.Table:
-    """The rows of every commit in the order the store applies them (``kinds._time_order``),
-    keys, values and headers as large binaries."""
+def _concat(
+    base: SpanBase, commits: list[pa.Table], names: list[str], time: str
+) -> tuple[pa.Table, np.ndarray[Any, Any]]:
+    """The snapshot's rows and every commit's, as given (keys, values and headers as large
+    binaries), and the order the store applies them in: the snapshot's first, then each
+    commit's by ``time``, stable (``kinds._base.time_order``)."""
     schema = pa.schema([pa.field(n, _TIME if n in _TIMES else _BYTES) for n in names])
-    parts = [t.select(names).cast(schema) for t in commits]
-    parts = [t.take(pc.sort_indices(t.column(time))) for t in parts]  # stable
-    return pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table()
+    parts = [base.rows.select(names).cast(schema), *(t.select(names).cast(schema) for t in commits)]
+    rows = pa.concat_tables(parts).combine_chunks()
+    order, offset = [np.arange(parts[0].num_rows, dtype=np.int64)], parts[0].num_rows
+    for part in parts[1:]:
+        times = part.column(time).to_numpy()
+        order.append(np.argsort(times, kind="stable").astype(np.int64) + offset)
+        offset += part.num_rows
+    return rows, np.concatenate(order)
+
+
+def _run_starts(sorted_keys: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
+    """Where each run of equal values starts in a sorted array, as a mask."""
+    if isinstance(sorted_keys, pa.ChunkedArray):
+        sorted_keys = sorted_keys.combine_chunks()
+    n = len(sorted_keys)
+    first = np.ones(n, dtype=bool)
+    if n > 1:
+        first[1:] = pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, n - 1)).to_numpy(
+            zero_copy_only=False
+        )
+    return first
 
 
 def _stream_time(
@@ -273,28 +305,6 @@ def _store_keys(keys: pa.Array, suffixes: list[tuple[np.ndarray[Any, Any], int]]
         )
         parts.append(fixed.cast(_BYTES))
     return pc.binary_join_element_wise(*parts, pa.scalar(b"", _BYTES))
-
-
-def _last_writes(rows: pa.Table, store_keys: pa.Array) -> tuple[pa.Table, pa.Array]:
-    """The last write of each store key (rows in apply order), deletes dropped."""
-    n = rows.num_rows
-    if n == 0:
-        return rows, store_keys
-    seq = pa.array(np.arange(n, dtype=np.int64))
-    order = pc.sort_indices(
-        pa.table({"k": store_keys, "seq": seq}),
-        sort_keys=[("k", "ascending"), ("seq", "descending")],
-    )
-    sorted_keys = pc.take(store_keys, order)
-    first = np.ones(n, dtype=bool)
-    if n > 1:
-        first[1:] = pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, n - 1)).to_numpy(
-            zero_copy_only=False
-        )
-    latest = pc.filter(order, pa.array(first))
-    rows, store_keys = rows.take(latest), pc.take(store_keys, latest)
-    written = pc.is_valid(rows.column("value"))
-    return rows.filter(written), store_keys.filter(written)
 
 
 def _segment_ids(stamps: np.ndarray[Any, Any], interval: int) -> pa.Array:

@@ -86,27 +86,32 @@ def versioned_read(
     stream time (``snapshot_records``), the state the commits apply to.
     """
     prior, start_time = base if base is not None else (_WIDE.empty_table(), NO_TIMESTAMP)
-    tail = _in_apply_order(commits)
-    rows = pa.concat_tables([prior.cast(_WIDE), tail]).combine_chunks()
+    tables = [prior.cast(_WIDE), *(t.select(_WIDE.names).cast(_WIDE) for t in commits)]
+    rows = pa.concat_tables(tables).combine_chunks()  # as given; apply order is an index
     n = rows.num_rows
     if n == 0:
         return RAW.empty_table()
     stamps = rows.column("timestamp").to_numpy()
+    puts = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
+    applied = _apply_order(stamps, puts, [len(t) for t in tables])
     # Stream time before each record of the tail: the snapshot's, raised by each record.
-    reached = np.maximum.accumulate(np.maximum(stamps, start_time))
+    in_order = stamps[applied]
+    reached = np.maximum.accumulate(np.maximum(in_order, start_time))
     before = np.empty(n, dtype=np.int64)
     before[0] = start_time
     before[1:] = reached[:-1]
     stream_time = int(reached[-1])
-    accepted = stamps >= before - retention
-    accepted[: prior.num_rows] = True  # the snapshot's state, applied already
-    if not accepted.all():
-        rows = rows.filter(pa.array(accepted))
-    history = _history(rows)
+    accepted_in_order = in_order >= before - retention
+    accepted_in_order[: prior.num_rows] = True  # the snapshot's state, applied already
+    rank = np.empty(n, dtype=np.int64)
+    rank[applied] = np.arange(n, dtype=np.int64)
+    accepted = np.empty(n, dtype=bool)
+    accepted[applied] = accepted_in_order
+    history = _history(rows.column("key"), stamps, puts, rank, np.flatnonzero(accepted))
     if history is None:
         return None
-    keys, values, starts, ends, has_end = history
-    is_put = pc.is_valid(values).to_numpy(zero_copy_only=False)
+    rows_of, starts, ends, has_end = history
+    is_put = puts[rows_of]
     latest = is_put & ~has_end
     horizon = stream_time - retention
     if as_of is not None:
@@ -126,14 +131,13 @@ def versioned_read(
                 keep &= ~has_end | (ends > time_from)
     else:
         keep = latest
-    mask = pa.array(keep)
-    valid_to = pa.array(ends, _TIME, mask=~has_end)
+    chosen = pa.array(rows_of[keep])  # keys and values are copied for these rows only
     return pa.table(
         [
-            keys.filter(mask),
-            values.filter(mask),
-            pa.array(starts, _TIME).filter(mask),
-            valid_to.filter(mask),
+            rows.column("key").take(chosen),
+            rows.column("value").take(chosen),
+            pa.array(starts[keep], _TIME),
+            pa.array(ends[keep], _TIME, mask=~has_end[keep]),
         ],
         schema=RAW,
     )
@@ -240,55 +244,56 @@ def _segment_entries(
     return row_of, valid_from, valid_tos, value_at, size
 
 
-def _in_apply_order(commits: list[pa.Table]) -> pa.Table:
-    """All records in the order the store applies them (see ``kinds._versioned_apply``)."""
-    ordered = []
-    for table in commits:
-        table = table.select(_WIDE.names).cast(_WIDE)
-        puts = pc.is_valid(table.column("value"))
-        order = pc.sort_indices(  # stable: rows at one time and of one kind keep their order
-            table.append_column("__put", puts),
-            sort_keys=[("timestamp", "ascending"), ("__put", "ascending")],
-        )
-        ordered.append(table.take(order))
-    return pa.concat_tables(ordered).combine_chunks() if ordered else _WIDE.empty_table()
+def _apply_order(stamps: _Ints, puts: _Ints, sizes: list[int]) -> _Ints:
+    """Row indices in the order the store applies them: the first part (a snapshot's records)
+    as it is, then each commit's rows by timestamp, deletes before puts at one time, stable
+    (see ``kinds.versioned.VersionedKind.apply``)."""
+    parts, offset = [np.arange(sizes[0], dtype=np.int64)], sizes[0]
+    for size in sizes[1:]:
+        part = slice(offset, offset + size)
+        # lexsort sorts by its last key first and is stable.
+        parts.append(np.lexsort((puts[part], stamps[part])).astype(np.int64) + offset)
+        offset += size
+    return np.concatenate(parts)
 
 
-def _history(rows: pa.Table) -> tuple[pa.Array, pa.Array, _Ints, _Ints, _Ints] | None:
-    """Per key, the last record applied at each time, sorted by (key, time): keys, values,
-    starts, each one's end (the key's next time) and whether it has one; None if a time of a
-    key holds a tombstone and another record (Kafka's departure, see the module doc)."""
-    n = rows.num_rows
-    numbered = rows.append_column("__seq", pa.array(np.arange(n, dtype=np.int64)))
+def _history(
+    keys: pa.ChunkedArray | pa.Array, stamps: _Ints, puts: _Ints, rank: _Ints, rows: _Ints
+) -> tuple[_Ints, _Ints, _Ints, _Ints] | None:
+    """Per key, the last record applied at each time, among ``rows``, sorted by (key, time):
+    their row indices, starts, each one's end (the key's next time) and whether it has one;
+    None if a time of a key holds a tombstone and another record (Kafka's departure, see the
+    module doc). Only keys are copied (to compare neighbours), not values."""
+    picked = pa.array(rows)
     order = pc.sort_indices(
-        numbered,
-        sort_keys=[("key", "ascending"), ("timestamp", "ascending"), ("__seq", "ascending")],
-    )
-    keys = pc.take(rows.column("key"), order).combine_chunks()
-    stamps = pc.take(rows.column("timestamp"), order).to_numpy()
+        pa.table({"key": keys.take(picked), "ts": stamps[rows], "rank": rank[rows]}),
+        sort_keys=[("key", "ascending"), ("ts", "ascending"), ("rank", "ascending")],
+    ).to_numpy()
+    rows = rows[order]
+    n = len(rows)
+    sorted_keys = keys.take(pa.array(rows))
+    if isinstance(sorted_keys, pa.ChunkedArray):
+        sorted_keys = sorted_keys.combine_chunks()
+    starts = stamps[rows]
     # next_same[i]: row i + 1 is of the same key (the last row has no next).
     next_same = np.zeros(n, dtype=bool)
     if n > 1:
-        next_same[:-1] = pc.equal(keys.slice(0, n - 1), keys.slice(1)).to_numpy(
+        next_same[:-1] = pc.equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1)).to_numpy(
             zero_copy_only=False
         )
     tie = next_same.copy()
-    tie[:-1] &= stamps[:-1] == stamps[1:]
-    values = pc.take(rows.column("value"), order).combine_chunks()
+    tie[:-1] &= starts[:-1] == starts[1:]
     if tie.any():
         # A group of records of one key and time: it must hold no tombstone.
-        tombstone = pc.is_null(values).to_numpy(zero_copy_only=False)
         in_group = tie.copy()
         in_group[1:] |= tie[:-1]
-        if (tombstone & in_group).any():
+        if (~puts[rows] & in_group).any():
             return None
         last = ~tie  # the last record applied at a time wins
-        keep = pa.array(last)
-        keys, values = keys.filter(keep), values.filter(keep)
-        stamps, next_same = stamps[last], next_same[last]
-    ends = np.zeros(len(stamps), dtype=np.int64)
-    ends[:-1] = stamps[1:]
-    return keys, values, stamps, np.where(next_same, ends, 0), next_same
+        rows, starts, next_same = rows[last], starts[last], next_same[last]
+    ends = np.zeros(len(starts), dtype=np.int64)
+    ends[:-1] = starts[1:]
+    return rows, starts, np.where(next_same, ends, 0), next_same
 
 
 def _segment_ids(stamps: _Ints, interval: int) -> _Ints:
