@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-_RATIO = re.compile(r"\d\.\d\dx")
+_RATIO = re.compile(r"\d\.\d\dx|^ratio ")
 
 
 def runs(quick: bool) -> list[tuple[str, list[str]]]:

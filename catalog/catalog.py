@@ -767,6 +767,17 @@ class StoreTable:
                 f"only; store {self.spec.name!r} is a {self.spec.kind} store"
             )
 
+    def partition_cache(self, partition: int) -> PartitionCache:
+        """This process's local cache of ``partition`` (built on first use, see
+        ``catalog.local_cache``): lookups open it at a commit (``open_at``)."""
+        return PartitionCache(
+            self.catalog.storage,
+            self.spec,
+            self.spec.name,
+            partition,
+            self.catalog.cache_dir or default_cache_root(),
+        )
+
     def read_partition(
         self, partition: int, snapshot: int, scan: Scan | None = None
     ) -> Iterator[pa.RecordBatch]:
@@ -774,13 +785,7 @@ class StoreTable:
         if snapshot == 0:
             return
         scan = scan or Scan()
-        cache = PartitionCache(
-            self.catalog.storage,
-            self.spec,
-            self.spec.name,
-            partition,
-            self.catalog.cache_dir or default_cache_root(),
-        )
+        cache = self.partition_cache(partition)
         columnar = self._columnar(scan)
         if scan.is_full:
             yield from cache.read_latest(

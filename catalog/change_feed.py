@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from catalog.changelog import read_changelog
 from catalog.kinds import Scan
-from catalog.local_cache import PartitionCache, default_cache_root
+from catalog.local_cache import PartitionCache
 from stores.errors import InvalidOptionError
 from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.transactional import OFFSETS_CF
@@ -106,10 +106,7 @@ def partition_changes(
     """The changes of commits ``start..end`` in one partition (see module doc)."""
     if end < start:
         return
-    cache = PartitionCache(
-        table.catalog.storage, table.spec, table.spec.name, partition,
-        table.catalog.cache_dir or default_cache_root(),
-    )  # fmt: skip
+    cache = table.partition_cache(partition)
     typed = table._typed()
     layout = table.layout
     identity = ["key", *(c for c in layout.read_times if c in _IDENTITY_TIMES)]

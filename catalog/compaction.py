@@ -98,7 +98,6 @@ def compact(
     Returns:
         The published record, or None when no partition needed a snapshot.
     """
-    from catalog.local_cache import PartitionCache, default_cache_root
 
     storage = table.catalog.storage
     spec = table.spec
@@ -110,11 +109,7 @@ def compact(
         for partition in partitions if partitions is not None else range(spec.num_partitions):
             if tail_files(table.log, partition, base) < max(min_tail_files, 1):
                 continue
-            cache = PartitionCache(
-                storage, spec, spec.name, partition,
-                table.catalog.cache_dir or default_cache_root(),
-            )  # fmt: skip
-            with cache.open_at(base) as (store, _):
+            with table.partition_cache(partition).open_at(base) as (store, _):
                 snapshot = dump(store.wrapped, families)
             files.append(write_snapshot(storage, spec.name, partition, snapshot, write_id))
             if progress is not None:

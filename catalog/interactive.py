@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog.catalog import Catalog, StoreTable
-from catalog.local_cache import PartitionCache, default_cache_root
 from catalog.partitioner import partition_of
 from stores.errors import InvalidOptionError
 from stores.iterators import KeyValueIterator
@@ -309,13 +308,7 @@ def _query_partition(
     value_serde: Serde,
 ) -> tuple[QueryResult, type]:
     """One partition's typed result (iterators read while it is open) and its store's class."""
-    cache = PartitionCache(
-        table.catalog.storage,
-        table.spec,
-        table.spec.name,
-        partition,
-        table.catalog.cache_dir or default_cache_root(),
-    )
+    cache = table.partition_cache(partition)
     for attempt in (1, 2):
         try:
             with cache.open_at(snapshot) as (store, shared):

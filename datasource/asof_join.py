@@ -34,8 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.catalog import Catalog
-from catalog.local_cache import PartitionCache, default_cache_root
+from catalog.catalog import Catalog, StoreTable
+from catalog.local_cache import PartitionCache
 from catalog.partitioner import partitions_of, spark_sql_expression
 from catalog.spec import StoreSpec
 from stores.errors import InvalidOptionError
@@ -289,13 +289,7 @@ class _Partitions:
         self._open.clear()
 
     def _cache(self, partition: int) -> PartitionCache:
-        return PartitionCache(
-            self.catalog.storage,
-            self.spec,
-            self.spec.name,
-            partition,
-            self.catalog.cache_dir or default_cache_root(),
-        )
+        return StoreTable(self.catalog, self.spec).partition_cache(partition)
 
     def _store(self, partition: int) -> Any:
         if partition not in self._open:
