@@ -5,11 +5,11 @@ after the commits' puts is a function of the records alone:
 
 | step | rule (Kafka's ``AbstractRocksDBSegmentedBytesStore``) | computed as |
 |---|---|---|
-| apply order | commits in order; a commit's rows by window start (windows) or session end (sessions) | a stable sort per commit |
+| apply order | commits in order; a commit's rows by window start (windows) or session end (sessions) | a stable sort per commit, as an index |
 | stream time | the largest segment time put (window start, session end); a window store retaining duplicates skips deletes before they reach it | a maximum |
-| state | per store key (key, window start and sequence number; key, session end and start) the last write, a null value deleting it; with duplicates every put its own sequence number | one sort |
+| state | per store key (key, window start and sequence number; key, session end and start) the last write, a null value deleting it; with duplicates every put its own sequence number | one sort (store key, last write first) |
 | expiry | a row whose segment is dead when it arrives is dropped, and dead segments are deleted; a scan starts at stream time minus retention plus 1 (Kafka's ``actualFrom``), which every dropped or deleted row lies below | a filter at the end |
-| order | segment by segment, then by store key bytes (windows); by store key bytes (sessions) | a sort on the store keys, built in Arrow |
+| order | segment by segment, then by store key bytes (windows); by store key bytes (sessions) | the same sort, on store keys built in Arrow |
 
 A snapshot (``catalog.compaction``) holds the store's own rows: ``window_base`` and
 ``session_base`` decode them all at once (``catalog.byte_columns``) into the state the tail

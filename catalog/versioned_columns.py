@@ -5,7 +5,7 @@ read sees of the result is the *ideal history* of each key, with Kafka's grace a
 
 | step | rule (Kafka's) | computed as |
 |---|---|---|
-| apply order | commits in order; a commit's rows by timestamp, deletes before puts at one time (``kinds._versioned_apply``) | a stable sort per commit |
+| apply order | commits in order; a commit's rows by timestamp, deletes before puts at one time (``kinds.versioned``) | a stable sort per commit, as an index |
 | grace | a record older than stream time minus ``history_retention_ms`` is dropped; stream time is the largest timestamp applied before it | a running maximum |
 | history | per key, the last record applied at each timestamp wins; a put is a version valid from its time to the next record's time of the key (a tombstone ends it and is no row) | one sort by (key, time, order) |
 | latest | a key's newest record, if it is a put; it never expires | |
