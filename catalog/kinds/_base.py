@@ -6,6 +6,7 @@ scan from columns alone). One subclass per kind, one module each; the registry i
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -109,7 +110,7 @@ class Scan:
         )
 
 
-class StoreKind:
+class StoreKind(ABC):
     """How one kind of store is configured, built, fed and scanned.
 
     ``params`` declares the kind's parameters; ``make_params`` checks given values against
@@ -172,26 +173,32 @@ class StoreKind:
         """The parameters with defaults filled in, checked against each other."""
         return {p.key: bool(given.get(p.key)) for p in self.params if p.type == "boolean"}
 
+    @abstractmethod
     def layout(self, params: dict[str, Any]) -> Layout:
         """The columns of the store's writes, changelog files and reads."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
         """The RocksDB column families of the store (the first holds its data)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
         """The typed store over an open bytes store."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def apply(self, store: Any, table: pa.Table, params: dict[str, Any]) -> None:
         """Apply one commit's changelog rows (``Layout.changelog_schema``) to ``store``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         """Raw batches (``Layout.raw_schema``) of what ``scan`` reads from ``store``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def key_query(
         self,
         key: Any,
@@ -202,7 +209,7 @@ class StoreKind:
     ) -> Query:
         """The Interactive Queries v2 query for one key (the command line's ``query``):
         ``as_of`` and the time range apply where the kind has them."""
-        raise NotImplementedError
+        ...
 
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
