@@ -34,37 +34,22 @@ import argparse
 import os
 import shutil
 import statistics
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])
-)
-sys.path.insert(0, str(REPO))
+from _spark import full_read, seconds, session
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
 
-from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-
-from datasource.asof_join import asof_join  # noqa: E402
+from datasource.asof_join import asof_join
 
 BASE_MS = 1_714_564_800_000
 MINUTE_MS = 60_000
 
 
-def seconds(action: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
-
-
 def noop(df: DataFrame) -> Callable[[], object]:
-    return lambda: df.write.format("noop").mode("overwrite").save()
+    return lambda: full_read(df)
 
 
 def main() -> None:
@@ -80,13 +65,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-asof-join-"))
     os.environ["STATE_STORE_CACHE_DIR"] = str(work / "cache")
     root = str(work / "warehouse")
-    spark = (
-        SparkSession.builder.master("local[2]").appName("bench asof join")
-        .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "4g").config("spark.sql.shuffle.partitions", "8")
-        .getOrCreate()
-    )  # fmt: skip
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("bench asof join", **{"spark.sql.shuffle.partitions": "8"})
     try:
         rows = args.keys * args.versions
         versions = spark.range(rows).select(

@@ -18,30 +18,15 @@ import argparse
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])
-)
-sys.path.insert(0, str(REPO))
-
-from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
+from _spark import full_read, seconds, session
+from pyspark.sql import functions as F
 
 BASE_MS = 1_714_564_800_000
 STEP_MS = 60_000
-
-
-def seconds(action: object) -> float:
-    start = time.perf_counter()
-    action()  # type: ignore[operator]
-    return time.perf_counter() - start
 
 
 def delta_latest(path: str, as_of: int) -> tuple[float, int]:
@@ -68,13 +53,7 @@ def main() -> None:
     rows = args.keys * args.versions
     work = Path(tempfile.mkdtemp(prefix="bench-asof-read-"))
     os.environ["STATE_STORE_CACHE_DIR"] = str(work / "cache")
-    spark = (
-        SparkSession.builder.master("local[2]").appName("bench as-of read")
-        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )  # fmt: skip
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("bench as-of read")
     try:
         stamp = F.lit(BASE_MS) + (F.col("id") / args.keys).cast("long") * STEP_MS
         df = spark.range(rows).select(
@@ -94,7 +73,7 @@ def main() -> None:
         as_of = BASE_MS + (args.versions // 2) * STEP_MS + STEP_MS // 2
         read = spark.read.format("state_store").option("root", root) \
             .option("asOfTimestamp", str(as_of))  # fmt: skip
-        noop = lambda frame: frame.write.format("noop").mode("overwrite").save()  # noqa: E731
+        noop = full_read
         first = seconds(lambda: noop(read.load("rates")))
         later = statistics.median(seconds(lambda: noop(read.load("rates"))) for _ in range(args.repeat))
         count = read.load("rates").count()

@@ -16,27 +16,11 @@ import argparse
 import os
 import shutil
 import statistics
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])
-)
-sys.path.insert(0, str(REPO))
-
-from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-
-
-def seconds(action: object) -> float:
-    start = time.perf_counter()
-    action()  # type: ignore[operator]
-    return time.perf_counter() - start
+from _spark import full_read, seconds, session
+from pyspark.sql import functions as F
 
 
 def main() -> None:
@@ -47,12 +31,7 @@ def main() -> None:
     rows = args.keys * args.versions
     work = Path(tempfile.mkdtemp(prefix="bench-history-"))
     os.environ["STATE_STORE_CACHE_DIR"] = str(work / "cache")
-    spark = (
-        SparkSession.builder.master("local[2]").appName("bench history")
-        .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "4g").getOrCreate()
-    )  # fmt: skip
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("bench history")
     try:
         df = spark.range(rows).select(
             F.format_string("key-%011d", F.col("id") % args.keys).alias("key"),
@@ -65,7 +44,7 @@ def main() -> None:
                           .option("kind", "versioned").option("historyRetention", "365 days")
                           .option("numPartitions", "4").mode("append").save("h"))  # fmt: skip
         history = spark.read.format("state_store").option("root", root).option("versions", "all")
-        noop = lambda frame: frame.write.format("noop").mode("overwrite").save()  # noqa: E731
+        noop = full_read
         # Warm up the read path (Python workers, imports, the JVM's Arrow reader and its JIT)
         # on a twin store of the same size, as the parquet figure is a median of warm runs:
         # the first read below then measures what a first read does, computing the history.

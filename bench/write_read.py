@@ -18,24 +18,15 @@ of a gap to parquet is the connector's own.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])
-)
-sys.path.insert(0, str(REPO))
-
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+from _spark import full_read, session
+from pyspark.sql import DataFrame, SparkSession
 
 
 def timed(label: str, action: Callable[[int], object], rows: int, repeat: int, results: dict[str, float]) -> None:
@@ -49,10 +40,6 @@ def timed(label: str, action: Callable[[int], object], rows: int, repeat: int, r
     results[label] = rows / median
     runs = ", ".join(f"{s:.2f}" for s in seconds)
     print(f"{label:<22} median {median:6.2f} s {rows / median:12,.0f} rows/s   (runs: {runs})", flush=True)
-
-
-def full_read(df: DataFrame) -> None:
-    df.write.format("noop").mode("overwrite").save()
 
 
 def register_floor(spark: SparkSession) -> None:
@@ -121,16 +108,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     args = parser.parse_args()
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("state_store bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("state_store bench")
     work = Path(tempfile.mkdtemp(prefix="state-store-bench-"))
     try:
         columns = [
