@@ -555,9 +555,11 @@ class StoreTable:
             if table.num_rows:
                 files.append(write_changelog(self.catalog.storage, spec.name, 0, table, name))
             return files
-        parts = partitions_of(key_bytes.to_pylist(), spec.num_partitions)
-        # A stable sort keeps each partition's rows in their input order.
-        table = table.take(pa.array(np.argsort(parts, kind="stable")))
+        parts = partitions_of(key_bytes, spec.num_partitions)
+        # A stable sort keeps each partition's rows in their input order (a radix sort of
+        # bytes where the partitions fit one).
+        narrow = parts.astype(np.uint8) if spec.num_partitions <= 256 else parts
+        table = table.take(pa.array(np.argsort(narrow, kind="stable")))
         counts = np.bincount(parts, minlength=spec.num_partitions)
         start = 0
         for partition, count in enumerate(counts.tolist()):

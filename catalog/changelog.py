@@ -12,6 +12,11 @@ The kind's ``Layout.changelog_schema`` (``catalog.kinds``) names the columns of 
 
 Rows are in the order the store applies them. A file's CRC-32 and size are recorded in the commit
 record that publishes it and checked before it is applied.
+
+Buffers are compressed with zstd (Arrow IPC's own buffer compression, ``IPC_OPTIONS``; the
+files of compaction's snapshots too): the bytes written, fsynced, checksummed and read back are
+what bounds a write on local disks and object stores alike. Readers take compressed and
+uncompressed files (those of earlier releases) alike.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from stores.errors import CorruptDataError
 
 CHANGELOG_DIR = "changelog"
 
+#: How changelog and snapshot files are written (see the module doc).
+IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+
 
 def write_changelog(
     storage: Storage, store_dir: str, partition: int, table: pa.Table, name: str
@@ -39,7 +47,7 @@ def write_changelog(
     the order the files must be applied (see ``StoreTable.stage``).
     """
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
+    with pa.ipc.new_file(sink, table.schema, options=IPC_OPTIONS) as writer:
         writer.write_table(table, max_chunksize=1 << 16)
     data = sink.getvalue().to_pybytes()
     rel = changelog_path(partition, name)

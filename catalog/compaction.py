@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.changelog import read_changelog
+from catalog.changelog import IPC_OPTIONS, read_changelog
 from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
 from catalog.paths import snapshot_path
 from catalog.storage import Storage
@@ -174,7 +174,7 @@ def write_snapshot(
     import zlib
 
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, SNAPSHOT_SCHEMA) as writer:
+    with pa.ipc.new_file(sink, SNAPSHOT_SCHEMA, options=IPC_OPTIONS) as writer:
         writer.write_table(snapshot, max_chunksize=1 << 16)
     data = sink.getvalue().to_pybytes()
     rel = snapshot_path(partition, write_id)

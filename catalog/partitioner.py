@@ -13,7 +13,9 @@ import zlib
 from collections.abc import Sequence
 
 import numpy as np
+import pyarrow as pa
 
+from catalog.crc import crc32_array
 from stores.errors import InvalidOptionError
 from stores.types import TypeJson, describe
 
@@ -23,12 +25,15 @@ def partition_of(key: bytes, num_partitions: int) -> int:
     return zlib.crc32(key) % num_partitions
 
 
-def partitions_of(keys: Sequence[bytes], num_partitions: int) -> np.ndarray:
-    """The partitions of many serialized keys, as an int32 array."""
-    crc = zlib.crc32
-    return np.fromiter((crc(k) for k in keys), dtype=np.int64, count=len(keys)).__mod__(
-        num_partitions
-    ).astype(np.int32)
+def partitions_of(keys: pa.Array | Sequence[bytes], num_partitions: int) -> np.ndarray:
+    """The partitions of many serialized keys (a binary Arrow array, computed in bulk by
+    ``catalog.crc``, or a sequence of bytes), as an int32 array."""
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        crcs = crc32_array(keys)
+    else:
+        crc = zlib.crc32
+        crcs = np.fromiter((crc(k) for k in keys), dtype=np.uint32, count=len(keys))
+    return (crcs % np.uint32(num_partitions)).astype(np.int32)
 
 
 def _serialized(type_json: TypeJson, column: str) -> str:

@@ -225,7 +225,7 @@ class AsOfLookup:
         keys = key_bytes.take(pa.array(rows))
         stamps = pa.array(as_of[rows])
         if self.partition_column is None:
-            owners = partitions_of(keys.to_pylist(), spec.num_partitions)
+            owners = partitions_of(keys, spec.num_partitions)
         else:
             computed = pa.chunked_array([b.column(self.partition_column) for b in batches])
             owners = computed.to_numpy()[rows]

@@ -113,7 +113,7 @@ class Pushdown:
         if self.keys is None:
             return list(range(num_partitions))
         typed = pa.array(self.keys, _arrow_type(key_type))
-        serialized = serde_for(key_type, column="key").encode(typed).to_pylist()
+        serialized = serde_for(key_type, column="key").encode(typed)
         return sorted(set(partitions_of(serialized, num_partitions).tolist()))
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:

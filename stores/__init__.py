@@ -13,68 +13,138 @@ Adapters that serve a store of an older format as a newer one (Kafka's
 against a store with ``stores.query.query(store, query)``. Any store opens transactionally
 (KIP-892: uncommitted writes, ``commit(changelog_offset)``, ``recover``) through
 ``stores.transactional.TransactionalStore``.
+
+Names load on first use (PEP 562): Spark imports ``stores.errors`` in every Python worker that
+plans or commits a query, and the engines behind this package (RocksDB, pyarrow) are not needed
+there.
 """
 
-from stores.adapters import (
-    KeyValueToTimestampedKeyValueByteStoreAdapter,
-    PlainToHeadersStoreAdapter,
-    PlainToHeadersWindowStoreAdapter,
-    SessionToHeadersStoreAdapter,
-    TimestampedToHeadersStoreAdapter,
-    TimestampedToHeadersWindowStoreAdapter,
-    WindowToTimestampedWindowByteStoreAdapter,
-)
-from stores.errors import (
-    CommitConflictError,
-    CorruptDataError,
-    InvalidOptionError,
-    SerdeError,
-    StateStoreError,
-    StoreAlreadyExistsError,
-    StoreClosedError,
-    StoreNotFoundError,
-)
-from stores.iterators import KeyValueIterator
-from stores.key_value import KeyValueStore
-from stores.protocols import KeyValueStoreProtocol, VersionedKeyValueStoreProtocol
-from stores.query import (
-    FailureReason,
-    KeyQuery,
-    MultiVersionedKeyQuery,
-    Position,
-    PositionBound,
-    QueryResult,
-    RangeQuery,
-    ResultOrder,
-    TimestampedKeyQuery,
-    TimestampedKeyWithHeadersQuery,
-    TimestampedRangeQuery,
-    TimestampedRangeWithHeadersQuery,
-    TimestampedWindowKeyWithHeadersQuery,
-    TimestampedWindowRangeWithHeadersQuery,
-    VersionedKeyQuery,
-    WindowKeyQuery,
-    WindowRangeQuery,
-)
-from stores.records import (
-    UNKNOWN_TIMESTAMP,
-    KeyValue,
-    ValueAndHeaders,
-    ValueAndTimestamp,
-    ValueTimestampHeaders,
-    Window,
-    Windowed,
-)
-from stores.session import SessionStore, SessionStoreWithHeaders
-from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
-from stores.transactional import FileChangelog, MemoryChangelog, TransactionalStore
-from stores.versioned import NOT_PUT, VersionedKeyValueStore, VersionedRecord
-from stores.window import (
-    TimestampedWindowStore,
-    TimestampedWindowStoreWithHeaders,
-    WindowStore,
-    WindowStoreWithHeaders,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stores.adapters import (
+        KeyValueToTimestampedKeyValueByteStoreAdapter,
+        PlainToHeadersStoreAdapter,
+        PlainToHeadersWindowStoreAdapter,
+        SessionToHeadersStoreAdapter,
+        TimestampedToHeadersStoreAdapter,
+        TimestampedToHeadersWindowStoreAdapter,
+        WindowToTimestampedWindowByteStoreAdapter,
+    )
+    from stores.errors import (
+        CommitConflictError,
+        CorruptDataError,
+        InvalidOptionError,
+        SerdeError,
+        StateStoreError,
+        StoreAlreadyExistsError,
+        StoreClosedError,
+        StoreNotFoundError,
+    )
+    from stores.iterators import KeyValueIterator
+    from stores.key_value import KeyValueStore
+    from stores.protocols import KeyValueStoreProtocol, VersionedKeyValueStoreProtocol
+    from stores.query import (
+        FailureReason,
+        KeyQuery,
+        MultiVersionedKeyQuery,
+        Position,
+        PositionBound,
+        QueryResult,
+        RangeQuery,
+        ResultOrder,
+        TimestampedKeyQuery,
+        TimestampedKeyWithHeadersQuery,
+        TimestampedRangeQuery,
+        TimestampedRangeWithHeadersQuery,
+        TimestampedWindowKeyWithHeadersQuery,
+        TimestampedWindowRangeWithHeadersQuery,
+        VersionedKeyQuery,
+        WindowKeyQuery,
+        WindowRangeQuery,
+    )
+    from stores.records import (
+        UNKNOWN_TIMESTAMP,
+        KeyValue,
+        ValueAndHeaders,
+        ValueAndTimestamp,
+        ValueTimestampHeaders,
+        Window,
+        Windowed,
+    )
+    from stores.session import SessionStore, SessionStoreWithHeaders
+    from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+    from stores.transactional import FileChangelog, MemoryChangelog, TransactionalStore
+    from stores.versioned import NOT_PUT, VersionedKeyValueStore, VersionedRecord
+    from stores.window import (
+        TimestampedWindowStore,
+        TimestampedWindowStoreWithHeaders,
+        WindowStore,
+        WindowStoreWithHeaders,
+    )
+
+_MODULE_OF = {
+    "CommitConflictError": "stores.errors",
+    "CorruptDataError": "stores.errors",
+    "FailureReason": "stores.query",
+    "FileChangelog": "stores.transactional",
+    "InvalidOptionError": "stores.errors",
+    "KeyQuery": "stores.query",
+    "KeyValue": "stores.records",
+    "KeyValueIterator": "stores.iterators",
+    "KeyValueStore": "stores.key_value",
+    "KeyValueStoreProtocol": "stores.protocols",
+    "KeyValueToTimestampedKeyValueByteStoreAdapter": "stores.adapters",
+    "MemoryChangelog": "stores.transactional",
+    "MultiVersionedKeyQuery": "stores.query",
+    "NOT_PUT": "stores.versioned",
+    "PlainToHeadersStoreAdapter": "stores.adapters",
+    "PlainToHeadersWindowStoreAdapter": "stores.adapters",
+    "Position": "stores.query",
+    "PositionBound": "stores.query",
+    "QueryResult": "stores.query",
+    "RangeQuery": "stores.query",
+    "ResultOrder": "stores.query",
+    "SerdeError": "stores.errors",
+    "SessionStore": "stores.session",
+    "SessionStoreWithHeaders": "stores.session",
+    "SessionToHeadersStoreAdapter": "stores.adapters",
+    "StateStoreError": "stores.errors",
+    "StoreAlreadyExistsError": "stores.errors",
+    "StoreClosedError": "stores.errors",
+    "StoreNotFoundError": "stores.errors",
+    "TimestampedKeyQuery": "stores.query",
+    "TimestampedKeyValueStore": "stores.timestamped",
+    "TimestampedKeyValueStoreWithHeaders": "stores.timestamped",
+    "TimestampedKeyWithHeadersQuery": "stores.query",
+    "TimestampedRangeQuery": "stores.query",
+    "TimestampedRangeWithHeadersQuery": "stores.query",
+    "TimestampedToHeadersStoreAdapter": "stores.adapters",
+    "TimestampedToHeadersWindowStoreAdapter": "stores.adapters",
+    "TimestampedWindowKeyWithHeadersQuery": "stores.query",
+    "TimestampedWindowRangeWithHeadersQuery": "stores.query",
+    "TimestampedWindowStore": "stores.window",
+    "TimestampedWindowStoreWithHeaders": "stores.window",
+    "TransactionalStore": "stores.transactional",
+    "UNKNOWN_TIMESTAMP": "stores.records",
+    "ValueAndHeaders": "stores.records",
+    "ValueAndTimestamp": "stores.records",
+    "ValueTimestampHeaders": "stores.records",
+    "VersionedKeyQuery": "stores.query",
+    "VersionedKeyValueStore": "stores.versioned",
+    "VersionedKeyValueStoreProtocol": "stores.protocols",
+    "VersionedRecord": "stores.versioned",
+    "Window": "stores.records",
+    "WindowKeyQuery": "stores.query",
+    "WindowRangeQuery": "stores.query",
+    "WindowStore": "stores.window",
+    "WindowStoreWithHeaders": "stores.window",
+    "WindowToTimestampedWindowByteStoreAdapter": "stores.adapters",
+    "Windowed": "stores.records",
+}
 
 __all__ = [
     "NOT_PUT",
@@ -135,3 +205,16 @@ __all__ = [
     "WindowToTimestampedWindowByteStoreAdapter",
     "Windowed",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stores' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from catalog import Catalog
+from catalog import Catalog, changelog
 from catalog.commit_log import CommitLog
 from catalog.local_cache import PartitionCache
 from catalog.storage import Storage
@@ -141,6 +141,25 @@ def test_a_reader_pinned_to_an_older_commit_sees_its_snapshot(catalog: Catalog) 
     assert rows(table.to_arrow()) == [{"key": "a", "value": 2}]  # cache now at commit 3
     old = pa.Table.from_batches(list(table.read_partition(0, snapshot=2)))
     assert old.to_pylist() == [{"key": "a", "value": 1}]
+
+
+def test_changelog_files_are_compressed_and_uncompressed_ones_still_read(
+    catalog: Catalog, warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = catalog.create_store("kv", "keyvalue", "string", "string")
+    values = pa.array(["v" * 100] * 1000)
+    keys = pa.array([f"{i:08d}" for i in range(1000)])
+    compressed = table.stage(keys, values, None)
+    # Files of earlier releases are uncompressed: a store that has both reads alike.
+    monkeypatch.setattr(changelog, "IPC_OPTIONS", pa.ipc.IpcWriteOptions())
+    plain = table.stage(keys, values, None)
+    assert compressed[0].size * 10 < plain[0].size
+    newer = table.stage(keys.slice(0, 10), pa.array(["new"] * 10), None)
+    table.commit(compressed)
+    table.commit(newer)
+    table.abort(plain)
+    got = {r["key"]: r["value"] for r in table.to_arrow().to_pylist()}
+    assert len(got) == 1000 and got["00000009"] == "new" and got["00000010"] == "v" * 100
 
 
 def test_corrupt_changelog_file_is_detected(catalog: Catalog, warehouse: str) -> None:

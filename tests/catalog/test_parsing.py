@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import zlib
 
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from catalog.crc import crc32_array
 from catalog.durations import parse_duration_ms, parse_instant_ms
 from catalog.partitioner import partition_of, partitions_of, spark_sql_expression
 from stores.errors import InvalidOptionError
@@ -66,7 +68,37 @@ def test_partitioner_is_crc32_of_the_serialized_key() -> None:
 
 @given(st.lists(st.binary(max_size=20), max_size=50), st.integers(1, 64))
 def test_vectorized_partitioner_agrees(keys: list[bytes], n: int) -> None:
-    assert partitions_of(keys, n).tolist() == [partition_of(k, n) for k in keys]
+    expected = [partition_of(k, n) for k in keys]
+    assert partitions_of(keys, n).tolist() == expected
+    assert partitions_of(pa.array(keys, pa.binary()), n).tolist() == expected
+
+
+# Lengths around the even/odd padding and the numpy/zlib border (64), with nulls and slices.
+_ROWS = st.lists(
+    st.one_of(st.none(), st.binary(max_size=70), st.binary(min_size=15, max_size=17)), max_size=60
+)
+
+
+@given(_ROWS, st.integers(0, 10), st.sampled_from([pa.binary(), pa.large_binary()]))
+def test_crc32_array_is_zlib_per_row(rows: list[bytes | None], cut: int, kind: pa.DataType) -> None:
+    values = pa.array(rows, kind).slice(min(cut, len(rows)))
+    assert crc32_array(values).tolist() == [zlib.crc32(v or b"") for v in values.to_pylist()]
+
+
+@given(st.lists(st.binary(min_size=16, max_size=16), min_size=1, max_size=40), st.integers(0, 5))
+def test_crc32_array_one_length_slice(rows: list[bytes], cut: int) -> None:
+    # The no-copy path: all rows one length, from a sliced buffer.
+    values = pa.array(rows, pa.binary()).slice(min(cut, len(rows) - 1))
+    assert crc32_array(values).tolist() == [zlib.crc32(v) for v in values.to_pylist()]
+
+
+def test_crc32_array_strings_and_chunks() -> None:
+    texts = ["EUR", "", "ünïcödé", "x" * 100]
+    expected = [zlib.crc32(t.encode()) for t in texts]
+    assert crc32_array(pa.array(texts)).tolist() == expected
+    assert crc32_array(pa.chunked_array([texts[:2], texts[2:]])).tolist() == expected
+    with pytest.raises(TypeError, match="binary or string"):
+        crc32_array(pa.array([1, 2]))
 
 
 def test_spark_sql_expression_shapes() -> None:
