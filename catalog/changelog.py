@@ -22,6 +22,7 @@ uncompressed files (those of earlier releases) alike.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -58,12 +59,7 @@ def write_changelog(
     )
 
 
-def read_changelog(storage: Storage, store_dir: str, ref: ChangelogFile) -> pa.Table:
-    """Read a published changelog file, verifying its size and checksum.
-
-    Raises:
-        CorruptDataError: the file is missing or its bytes are not the ones committed.
-    """
+def _verified(storage: Storage, store_dir: str, ref: ChangelogFile) -> pa.ipc.RecordBatchFileReader:
     where = storage.url(store_dir, ref.path)
     try:
         data = storage.read_bytes(store_dir, ref.path)
@@ -74,4 +70,27 @@ def read_changelog(storage: Storage, store_dir: str, ref: ChangelogFile) -> pa.T
             f"changelog file {where} does not match its commit record "
             f"(size {len(data)} vs {ref.size}, crc32 {zlib.crc32(data)} vs {ref.crc32})"
         )
-    return pa.ipc.open_file(pa.BufferReader(data)).read_all()
+    return pa.ipc.open_file(pa.BufferReader(data))
+
+
+def read_changelog(storage: Storage, store_dir: str, ref: ChangelogFile) -> pa.Table:
+    """Read a published changelog file, verifying its size and checksum.
+
+    Raises:
+        CorruptDataError: the file is missing or its bytes are not the ones committed.
+    """
+    return _verified(storage, store_dir, ref).read_all()
+
+
+def changelog_batches(
+    storage: Storage, store_dir: str, ref: ChangelogFile
+) -> Iterator[pa.RecordBatch]:
+    """A published changelog file's record batches, verified as ``read_changelog`` does and
+    decompressed one at a time (memory stays that of a batch).
+
+    Raises:
+        CorruptDataError: the file is missing or its bytes are not the ones committed.
+    """
+    reader = _verified(storage, store_dir, ref)
+    for i in range(reader.num_record_batches):
+        yield reader.get_batch(i)

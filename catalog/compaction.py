@@ -26,6 +26,7 @@ that leaves a partition with more than ``COMPACT_AFTER_FILES`` changelog files t
 
 from __future__ import annotations
 
+import itertools
 import logging
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.changelog import IPC_OPTIONS, read_changelog
+from catalog.changelog import IPC_OPTIONS, changelog_batches, read_changelog
 from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
 from catalog.paths import snapshot_path
 from catalog.storage import Storage
@@ -206,8 +207,29 @@ def snapshot_runs(
         start = end
 
 
+def snapshot_batches(
+    storage: Storage, store_dir: str, ref: ChangelogFile
+) -> Iterator[tuple[str, pa.Array, pa.Array]]:
+    """A verified snapshot's sorted runs in pieces, a record batch at a time: ``(column
+    family, keys, values)``; consecutive pieces of one family continue its run.
+
+    Raises:
+        CorruptDataError: the file is missing or fails its size or checksum.
+    """
+    for batch in changelog_batches(storage, store_dir, ref):
+        if not batch.num_rows:
+            continue
+        runs = pc.run_end_encode(batch.column("cf"))
+        keys, values = batch.column("key"), batch.column("value")
+        start = 0
+        for name, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
+            yield name, keys.slice(start, end - start), values.slice(start, end - start)
+            start = end
+
+
 def load_snapshot(db: RocksDBBytesStore, storage: Storage, store_dir: str, ref: ChangelogFile) -> None:
-    """Load a verified snapshot into an empty ``db`` by SST ingest, one sorted run per column
-    family (durable at once: the caller commits its offset after)."""
-    for family, keys, values in snapshot_runs(storage, store_dir, ref):
-        db.ingest_sorted(family, keys.to_pylist(), values.to_pylist())
+    """Load a verified snapshot into an empty ``db`` by SST ingest, one file per column
+    family, encoded a batch at a time (durable at once: the caller commits its offset after)."""
+    pieces = snapshot_batches(storage, store_dir, ref)
+    for family, run in itertools.groupby(pieces, key=lambda piece: piece[0]):
+        db.ingest_sorted(family, ((keys, values) for _, keys, values in run))

@@ -28,7 +28,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from rocksdict import (
     AccessType,
@@ -37,7 +37,6 @@ from rocksdict import (
     Options,
     Rdict,
     ReadOptions,
-    SstFileWriter,
     WriteBatch,
 )
 
@@ -48,6 +47,9 @@ from stores.errors import (
     StoreClosedError,
     StoreNotFoundError,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DEFAULT_CF = "default"
 
@@ -468,29 +470,27 @@ class RocksDBBytesStore:
         self._db.write(self._batch)
         self._discard()
 
-    def ingest_sorted(self, cf: str, keys: Sequence[bytes], values: Sequence[bytes]) -> None:
-        """Load ``keys`` (strictly ascending) and ``values`` into an empty column family by
-        writing one SST file and ingesting it: far cheaper than puts, and applied at once,
-        outside the uncommitted batch (the family must have no uncommitted writes).
+    def ingest_sorted(self, cf: str, batches: Iterable[tuple[pa.Array, pa.Array]]) -> None:
+        """Load ``(keys, values)`` batches (binary; keys strictly ascending across batches)
+        into an empty column family by writing one SST file from the columns (``stores.sst``)
+        and ingesting it: far cheaper than puts, and applied at once, outside the uncommitted
+        batch (the family must have no uncommitted writes).
 
         Raises:
             StoreClosedError: a read-only store.
             InvalidOptionError: the family has uncommitted writes.
         """
+        from stores.sst import write_sst
+
         target = self._cf(cf)
         if self.read_only or target is None:
             raise StoreClosedError(f"the RocksDB store at {self.path} is open read-only")
         if cf in self._pending:
             raise InvalidOptionError(f"column family {cf!r} has uncommitted writes; commit first")
-        if not keys:
-            return
         path = os.path.join(self.path, f"ingest-{uuid.uuid4().hex}.sst")
-        writer = SstFileWriter(_options())
-        writer.open(path)
         try:
-            for key, value in zip(keys, values):
-                writer[key] = value
-            writer.finish()
+            if not write_sst(path, batches, allow_empty=True):
+                return
             options = IngestExternalFileOptions()
             options.set_move_files(True)
             target.ingest_external_file([path], options)

@@ -1,0 +1,123 @@
+"""SST files written from Arrow columns (``stores.sst``): RocksDB ingests them, reads back every
+entry, and checks their block checksums."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stores import sst
+from stores.rocksdb_bytes import RocksDBBytesStore
+
+# Keys of every length around varint and block borders, values from empty to a few blocks.
+_ENTRIES = st.dictionaries(
+    st.binary(max_size=40),
+    st.one_of(
+        st.binary(max_size=200),
+        st.integers(0, 3 * sst.BLOCK_SIZE).map(lambda n: b"v" * n),  # compressible
+        st.integers(0, 2 * sst.BLOCK_SIZE).map(os.urandom),  # not: stored raw
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+def _batches(items: list[tuple[bytes, bytes]], cuts: list[int]) -> list[tuple[pa.Array, pa.Array]]:
+    bounds = sorted({0, len(items), *(c % (len(items) + 1) for c in cuts)})
+    return [
+        (pa.array([k for k, _ in items[a:b]], pa.binary()), pa.array([v for _, v in items[a:b]], pa.binary()))
+        for a, b in itertools.pairwise(bounds)
+    ]  # fmt: skip
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(_ENTRIES, st.lists(st.integers(0, 100), max_size=4), st.booleans())
+def test_ingested_file_reads_back_every_entry(
+    tmp_path: Path, entries: dict[bytes, bytes], cuts: list[int], compress: bool
+) -> None:
+    items = sorted(entries.items())
+    path = tmp_path / f"db-{os.urandom(4).hex()}"
+    db = RocksDBBytesStore(str(path), ["family"])
+    try:
+        db.ingest_sorted("family", _batches(items, cuts))
+        assert list(db.items("family")) == items
+        assert db.multi_get([k for k, _ in items], "family") == [v for _, v in items]
+        assert db.get(b"\xff" * 41, "family") is None
+    finally:
+        db.close()
+    reopened = RocksDBBytesStore(str(path), ["family"], read_only=True)
+    assert list(reopened.items("family")) == items
+    reopened.close()
+
+
+def test_entries_match_rocksdb_s_own_writer(tmp_path: Path) -> None:
+    from rocksdict import Options, Rdict, SstFileWriter
+
+    items = [(f"{i:06d}".encode(), (b"x" * (i % 300)) + os.urandom(i % 7)) for i in range(5000)]
+    keys = pa.array([k for k, _ in items], pa.binary())
+    values = pa.array([v for _, v in items], pa.binary())
+    assert sst.write_sst(str(tmp_path / "ours.sst"), [(keys, values)]) == len(items)
+    writer = SstFileWriter(Options(raw_mode=True))
+    writer.open(str(tmp_path / "theirs.sst"))
+    for k, v in items:
+        writer[k] = v
+    writer.finish()
+    for name in ("ours", "theirs"):
+        db = Rdict(str(tmp_path / name), Options(raw_mode=True))
+        db.ingest_external_file([str(tmp_path / f"{name}.sst")])
+        assert list(db.items()) == items
+        db.close()
+
+
+def test_a_damaged_block_is_caught_by_its_checksum(tmp_path: Path) -> None:
+    from rocksdict import Options, Rdict
+
+    items = [(f"{i:08d}".encode(), os.urandom(100)) for i in range(2000)]
+    path = tmp_path / "damaged.sst"
+    sst.write_sst(str(path), [(pa.array([k for k, _ in items]), pa.array([v for _, v in items]))])
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0x01  # inside the first data block
+    path.write_bytes(bytes(data))
+    db = Rdict(str(tmp_path / "db"), Options(raw_mode=True))
+    try:
+        with pytest.raises(Exception, match="block checksum mismatch"):
+            db.ingest_external_file([str(path)])
+            list(db.items())
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    ("batches", "message"),
+    [
+        ([(pa.array([b"b", b"a"]), pa.array([b"1", b"2"]))], "strictly ascending"),
+        ([(pa.array([b"a", b"a"]), pa.array([b"1", b"2"]))], "strictly ascending"),
+        (
+            [(pa.array([b"b"]), pa.array([b"1"])), (pa.array([b"a"]), pa.array([b"2"]))],
+            "strictly ascending",
+        ),
+        ([(pa.array([b"a", None]), pa.array([b"1", b"2"]))], "null"),
+        ([(pa.array([b"a"]), pa.array([None], pa.binary()))], "null"),
+        ([(pa.array([b"a"]), pa.array([b"1", b"2"]))], "1 keys but 2 values"),
+        ([], "at least one key"),
+    ],
+)
+def test_bad_input_is_refused_and_leaves_no_file(
+    tmp_path: Path, batches: list[tuple[pa.Array, pa.Array]], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        sst.write_sst(str(tmp_path / "bad.sst"), batches)
+    assert os.listdir(tmp_path) == []
+
+
+def test_no_rows_with_allow_empty_writes_nothing(tmp_path: Path) -> None:
+    assert sst.write_sst(str(tmp_path / "none.sst"), [], allow_empty=True) == 0
+    assert os.listdir(tmp_path) == []
