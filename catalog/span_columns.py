@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn
+from catalog.key_sort import key_order
 from stores._window_bulk import EXPIRED_SEGMENT_WARNING
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.segments import PREFIX_SIZE as _PREFIX
@@ -79,15 +80,12 @@ def window_read(
         rows.column("key").take(pa.array(present)),
         [(starts[present], 8), (seqnums[present], 4)],
     )
-    order = pc.sort_indices(
-        pa.table(
-            {
-                "segment": _segment_ids(starts[present], interval),
-                "store_key": store_keys,
-                "rank": np.arange(len(present), dtype=np.int64),
-            }
-        ),
-        sort_keys=[("segment", "ascending"), ("store_key", "ascending"), ("rank", "descending")],
+    order = pa.array(
+        key_order(
+            store_keys,
+            before=[(_segment_ids(starts[present], interval), False)],
+            after=[(np.arange(len(present), dtype=np.int64), True)],
+        )
     )
     winners = present[order.to_numpy()][_run_starts(store_keys.take(order))]
     low = max(0 if time_from is None else time_from, stream_time - retention + 1)
@@ -131,10 +129,7 @@ def session_read(
     rank[applied] = np.arange(rows.num_rows, dtype=np.int64)
     # One sort: store key bytes (Kafka's order across segments), the last write first.
     store_keys = _store_keys(rows.column("key"), [(ends, 8), (starts, 8)])
-    order = pc.sort_indices(
-        pa.table({"store_key": store_keys, "rank": rank}),
-        sort_keys=[("store_key", "ascending"), ("rank", "descending")],
-    )
+    order = pa.array(key_order(store_keys, after=[(rank, True)]))
     winners = order.to_numpy()[_run_starts(store_keys.take(order))]
     written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
     keep = written[winners] & (ends[winners] >= max(0, stream_time - params["retention_ms"] + 1))

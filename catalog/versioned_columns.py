@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn
+from catalog.key_sort import key_order
 from stores.errors import CorruptDataError
 from stores.versioned_format import (
     LATEST_PREFIX,
@@ -197,11 +198,11 @@ def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> tuple[pa.Tab
     both = pa.concat_tables([records, ends]).combine_chunks()
     implied = np.zeros(both.num_rows, dtype=bool)
     implied[records.num_rows :] = True
-    order = pc.sort_indices(
-        both.append_column("__implied", pa.array(implied)),
-        sort_keys=[("key", "ascending"), ("timestamp", "ascending"), ("__implied", "ascending")],
+    order = key_order(
+        both.column("key"),
+        after=[(both.column("timestamp"), False), (implied, False)],
     )
-    both, implied = both.take(order), implied[order.to_numpy()]
+    both, implied = both.take(pa.array(order)), implied[order]
     keys, stamps = both.column("key").combine_chunks(), both.column("timestamp").to_numpy()
     same = np.zeros(len(stamps), dtype=bool)
     if len(stamps) > 1:
@@ -265,10 +266,7 @@ def _history(
     None if a time of a key holds a tombstone and another record (Kafka's departure, see the
     module doc). Only keys are copied (to compare neighbours), not values."""
     picked = pa.array(rows)
-    order = pc.sort_indices(
-        pa.table({"key": keys.take(picked), "ts": stamps[rows], "rank": rank[rows]}),
-        sort_keys=[("key", "ascending"), ("ts", "ascending"), ("rank", "ascending")],
-    ).to_numpy()
+    order = key_order(keys.take(picked), after=[(stamps[rows], False), (rank[rows], False)])
     rows = rows[order]
     n = len(rows)
     sorted_keys = keys.take(pa.array(rows))

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog.key_sort import key_order
 from stores.errors import InvalidOptionError
 from stores.query import Query
 from stores.records import UNKNOWN_TIMESTAMP
@@ -246,13 +247,13 @@ def last_per_key(table: pa.Table) -> pa.Table:
     n = table.num_rows
     if n == 0:
         return table
-    numbered = table.append_column("__seq", pa.array(np.arange(n, dtype=np.int64)))
-    order = pc.sort_indices(numbered, sort_keys=[("key", "ascending"), ("__seq", "descending")])
+    # Stable: a key's rows stay in write order, so the last of each run of equal keys wins.
+    order = pa.array(key_order(table.column("key")))
     keys = pc.take(table.column("key"), order).combine_chunks()
-    first = np.ones(n, dtype=bool)
+    last = np.ones(n, dtype=bool)
     if n > 1:
-        first[1:] = pc.not_equal(keys.slice(1), keys.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-    latest = table.take(pc.filter(order, pa.array(first)))
+        last[:-1] = pc.not_equal(keys.slice(0, n - 1), keys.slice(1)).to_numpy(zero_copy_only=False)
+    latest = table.take(pc.filter(order, pa.array(last)))
     return latest.filter(pc.is_valid(latest.column("value")))
 
 

@@ -1,0 +1,55 @@
+"""``catalog.key_sort``: numpy's order of serialized keys is Arrow's (and RocksDB's)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from hypothesis import given
+from hypothesis import strategies as st
+
+from catalog.key_sort import MAX_WORDS_BYTES, key_order
+
+# Few distinct bytes and lengths around the word borders, so that ties and prefixes are common.
+_KEY = st.binary(max_size=MAX_WORDS_BYTES + 3).map(lambda b: bytes(x % 3 for x in b))
+_ROWS = st.lists(st.tuples(_KEY, st.integers(-3, 3), st.booleans()), max_size=80)
+
+
+def _expected(rows: list[tuple[bytes, int, bool]], before: bool, descending: bool) -> list[int]:
+    table = pa.table(
+        {
+            "key": pa.array([k for k, _, _ in rows], pa.binary()),
+            "n": pa.array([n for _, n, _ in rows], pa.int64()),
+            "flag": pa.array([f for _, _, f in rows]),
+        }
+    )
+    order = "descending" if descending else "ascending"
+    if before:
+        sort_keys = [("flag", "ascending"), ("key", "ascending"), ("n", order)]
+    else:
+        sort_keys = [("key", "ascending"), ("n", order)]
+    return pc.sort_indices(table, sort_keys=sort_keys).to_pylist()
+
+
+@given(_ROWS, st.booleans(), st.booleans(), st.sampled_from([pa.binary(), pa.large_binary()]))
+def test_key_order_is_arrow_s_stable_order(
+    rows: list[tuple[bytes, int, bool]], before: bool, descending: bool, kind: pa.DataType
+) -> None:
+    keys = pa.array([k for k, _, _ in rows], kind)
+    numbers = np.array([n for _, n, _ in rows], dtype=np.int64)
+    flags = pa.array([f for _, _, f in rows], pa.bool_())
+    got = key_order(keys, before=[(flags, False)] if before else (), after=[(numbers, descending)])
+    assert got.tolist() == _expected(rows, before, descending)
+
+
+@given(st.lists(st.binary(min_size=12, max_size=12), max_size=40), st.integers(0, 5))
+def test_key_order_of_one_length_from_a_slice(keys: list[bytes], cut: int) -> None:
+    array = pa.array(keys, pa.binary()).slice(min(cut, len(keys)))
+    expected = pc.sort_indices(array).to_pylist()
+    assert key_order(array).tolist() == expected
+    assert key_order(pa.chunked_array([array], pa.binary())).tolist() == expected
+
+
+def test_key_order_strings_and_empty() -> None:
+    assert key_order(pa.array(["b", "", "a", "ab"])).tolist() == [1, 2, 3, 0]
+    assert key_order(pa.array([], pa.binary())).tolist() == []
