@@ -9,7 +9,9 @@ read is ``asOfTimestamp`` (Spark's ``noop`` sink, first read and median of later
 is delta-rs (``deltalake``, DataFusion) answering ``SELECT key, last_value(value) ... WHERE
 timestamp <= T GROUP BY key``-style SQL over a Delta table of the same records, median of 3.
 Both results are counted and must agree. Ratios are peer time / store time (goal of issue 8:
->= 1.0x). Without ``deltalake`` installed (``pip install '.[bench]'``) the peer is skipped.
+>= 1.0x). A do-nothing Python Arrow source of the same row count (``_spark.register_floor``)
+is timed too: its ratio to delta-rs is the most any Python data source can reach. Without
+``deltalake`` installed (``pip install '.[bench]'``) the peer is skipped.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _spark import full_read, seconds, session
+from _spark import full_read, register_floor, seconds, session
 from pyspark.sql import functions as F
 
 BASE_MS = 1_714_564_800_000
@@ -80,6 +82,12 @@ def main() -> None:
         print(f"{rows:,} records ({args.keys:,} keys x {args.versions}); as of T: {count:,} rows")
         print(f"store as-of read, first            {first:.2f} s")
         print(f"store as-of read, later  median    {later:.2f} s")
+        # The floor of any Python source: the same number of rows, from ready-made batches.
+        register_floor(spark)
+        floor_read = spark.read.format("floor_arrow").options(rows=str(count), parts="4")
+        noop(floor_read.load())
+        floor = statistics.median(seconds(lambda: noop(floor_read.load())) for _ in range(args.repeat))
+        print(f"do-nothing Python source, median   {floor:.2f} s   (the same row count)")
         try:
             import deltalake
         except ImportError:
@@ -94,6 +102,7 @@ def main() -> None:
         print(f"delta-rs latest per key  median    {peer:.2f} s   ({runs[0][1]:,} rows)")
         print(f"ratio store / delta-rs, first:     {peer / first:.2f}x  (goal >= 1.0x)")
         print(f"ratio store / delta-rs, later:     {peer / later:.2f}x")
+        print(f"ratio do-nothing source / delta-rs: {peer / floor:.2f}x  (the most a Python source reaches)")
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _spark import full_read, session
+from _spark import full_read, register_floor, session
 from pyspark.sql import DataFrame, SparkSession
 
 
@@ -40,58 +40,6 @@ def timed(label: str, action: Callable[[int], object], rows: int, repeat: int, r
     results[label] = rows / median
     runs = ", ".join(f"{s:.2f}" for s in seconds)
     print(f"{label:<22} median {median:6.2f} s {rows / median:12,.0f} rows/s   (runs: {runs})", flush=True)
-
-
-def register_floor(spark: SparkSession) -> None:
-    """``floor_arrow``: a Python data source that writes nothing and reads ``rows`` rows of
-    ``schema`` from batches built once per task (the cost of Spark's Python source path)."""
-    import pyarrow as pa
-    from pyspark.sql.datasource import (
-        DataSource,
-        DataSourceArrowWriter,
-        DataSourceReader,
-        InputPartition,
-        WriterCommitMessage,
-    )
-
-    class FloorWriter(DataSourceArrowWriter):
-        def write(self, iterator):  # type: ignore[no-untyped-def]
-            for _ in iterator:
-                pass
-            return WriterCommitMessage()
-
-    class FloorReader(DataSourceReader):
-        def __init__(self, options, schema):  # type: ignore[no-untyped-def]
-            self.rows, self.parts, self.schema = int(options["rows"]), int(options["parts"]), schema
-
-        def partitions(self):  # type: ignore[no-untyped-def]
-            return [InputPartition(i) for i in range(self.parts)]
-
-        def read(self, partition):  # type: ignore[no-untyped-def]
-            n = self.rows // self.parts
-            batch = 1 << 16
-            keys = pa.array([f"{i:016x}" for i in range(batch)])
-            values = pa.array(["v" * 100] * batch)
-            for start in range(0, n, batch):
-                size = min(batch, n - start)
-                yield pa.record_batch([keys.slice(0, size), values.slice(0, size)],
-                                      names=["key", "value"])  # fmt: skip
-
-    class Floor(DataSource):
-        @classmethod
-        def name(cls):  # type: ignore[no-untyped-def]
-            return "floor_arrow"
-
-        def schema(self):  # type: ignore[no-untyped-def]
-            return "key string, value string"
-
-        def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
-            return FloorWriter()
-
-        def reader(self, schema):  # type: ignore[no-untyped-def]
-            return FloorReader(self.options, schema)
-
-    spark.dataSource.register(Floor)
 
 
 def main() -> None:
