@@ -103,4 +103,25 @@ class ByteColumn:
         return (value >> 1) ^ -(value & 1), size
 
 
-__all__ = ["ByteColumn", "Ints"]
+def value_columns(raws: ByteColumn, timestamped: bool, headers: bool) -> dict[str, pa.Array]:
+    """Value, timestamp and headers columns of stored values in Kafka's layouts (KIP-258,
+    KIP-1271): ``[varint size][headers]`` if ``headers``, then ``[timestamp 8]`` if
+    ``timestamped``, then the value.
+
+    Raises:
+        CorruptDataError: a value is shorter than its layout says.
+    """
+    at, ends = raws.starts, raws.starts + raws.lengths
+    out: dict[str, pa.Array] = {}
+    if headers:
+        size, width = raws.varints_at(at)
+        out["headers"] = raws.slices(at + width, size)
+        at = at + width + size
+    if timestamped:
+        out["timestamp"] = pa.array(raws.longs_at(at), pa.int64())
+        at = at + 8
+    out["value"] = raws.slices(at, ends - at)
+    return out
+
+
+__all__ = ["ByteColumn", "Ints", "value_columns"]

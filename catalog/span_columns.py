@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.byte_columns import ByteColumn
+from catalog.byte_columns import ByteColumn, value_columns
 from catalog.key_sort import key_order
 from stores._window_bulk import EXPIRED_SEGMENT_WARNING
 from stores.records import UNKNOWN_TIMESTAMP
@@ -177,7 +177,7 @@ def window_base(runs: dict[str, tuple[pa.Array, pa.Array]], params: dict[str, An
         "window_start": pa.array(physical.longs_at(ends - 12), _TIME),
     }
     seqnums = physical.ints_at(ends - 4)
-    columns.update(_values(raws, timestamped, headers))
+    columns.update(value_columns(raws, timestamped, headers))
     return SpanBase(pa.table({n: columns[n] for n in names}), seqnums, stream_time, last_seqnum)
 
 
@@ -198,7 +198,7 @@ def session_base(runs: dict[str, tuple[pa.Array, pa.Array]], params: dict[str, A
         "session_end": pa.array(physical.longs_at(ends - 16), _TIME),
         "session_start": pa.array(physical.longs_at(ends - 8), _TIME),
     }
-    columns.update(_values(raws, False, headers))
+    columns.update(value_columns(raws, False, headers))
     rows = pa.table({n: columns[n] for n in names})
     return SpanBase(rows, np.zeros(rows.num_rows, dtype=np.int64), meta[0])
 
@@ -219,22 +219,6 @@ def _metadata(
         _NO_TIMESTAMP if raw_time is None else int.from_bytes(raw_time, "big", signed=True)
     )
     return stream_time, found.get(SEQNUM_KEY)
-
-
-def _values(raws: ByteColumn, timestamped: bool, headers: bool) -> dict[str, pa.Array]:
-    """Value, timestamp and headers columns of values in a store's layout: ``[varint size]
-    [headers]`` if ``headers``, then ``[timestamp 8]`` if ``timestamped``, then the value."""
-    at, ends = raws.starts, raws.starts + raws.lengths
-    out: dict[str, pa.Array] = {}
-    if headers:
-        size, width = raws.varints_at(at)
-        out["headers"] = raws.slices(at + width, size)
-        at = at + width + size
-    if timestamped:
-        out["timestamp"] = pa.array(raws.longs_at(at), _TIME)
-        at = at + 8
-    out["value"] = raws.slices(at, ends - at)
-    return out
 
 
 def _concat(

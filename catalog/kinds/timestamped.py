@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
+from catalog.byte_columns import ByteColumn, value_columns
 from catalog.kinds._base import (
     BATCH_ROWS,
     HEADERS,
@@ -24,7 +25,12 @@ from catalog.kinds._base import (
 )
 from stores.query import Query, TimestampedKeyQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
-from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+from stores.timestamped import (
+    TIMESTAMPED_WITH_HEADERS_CF,
+    TimestampedKeyValueStore,
+    TimestampedKeyValueStoreWithHeaders,
+)
+from stores.timestamped_format import TIMESTAMPED_CF
 
 HEADERS_PARAM = Param("headers", "headers", "boolean")
 
@@ -82,15 +88,25 @@ class TimestampedKind(StoreKind):
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
     ) -> pa.Table | None:
-        # A snapshot's rows are Kafka's values (maybe the pre-KIP-258 format): RocksDB reads them.
-        if not scan.is_full or runs:
+        if not scan.is_full:
             return None
         layout = self.layout(params)
         names = layout.changelog_schema().names
         wide = pa.schema(
             [pa.field(n, TIME if n == "timestamp" else pa.large_binary()) for n in names]
         )
-        parts = [time_order(t.select(names), "timestamp").cast(wide) for t in commits]
+        data_cf = TIMESTAMPED_WITH_HEADERS_CF if layout.headers else TIMESTAMPED_CF
+        # Rows in an older format's family (a pre-KIP-258 or pre-KIP-1271 store) are converted
+        # by Kafka's accessor on read: RocksDB answers those.
+        if any(len(keys) for family, (keys, _) in runs.items() if family != data_cf):
+            return None
+        parts = []
+        if data_cf in runs:  # a snapshot's rows, in Kafka's value layout, before any commit
+            keys, raws = runs[data_cf]
+            columns = value_columns(ByteColumn(raws), timestamped=True, headers=layout.headers)
+            columns["key"] = keys
+            parts.append(pa.table([columns[n] for n in names], names=names).cast(wide))
+        parts += [time_order(t.select(names), "timestamp").cast(wide) for t in commits]
         if not parts:
             return layout.raw_schema().empty_table()
         # Kafka's timestamped store overwrites on every put: in apply order, the last write wins.

@@ -18,6 +18,7 @@ from catalog.commit_log import COMMITS_DIR, record_name
 from catalog.compaction import compact, dump, load_snapshot, tail_files
 from catalog.local_cache import PartitionCache
 from stores.errors import CorruptDataError, InvalidOptionError
+from stores.headers_format import encode_headers
 from stores.rocksdb_bytes import RocksDBBytesStore
 
 HOUR = 3_600_000
@@ -223,21 +224,36 @@ def test_the_command_line_compacts(catalog: Catalog, capsys: pytest.CaptureFixtu
 
 
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("kind", ["keyvalue", "timestamped", "timestamped-headers"])
 def test_a_latest_read_from_columns_equals_the_store_s_own(
-    catalog: Catalog, tmp_path: Path, seed: int
+    catalog: Catalog, tmp_path: Path, seed: int, kind: str
 ) -> None:
-    """Key-value full reads are computed with Arrow (no RocksDB); the store is the referee:
-    appends, tombstones, overwrites and a snapshot, in random order."""
+    """Key-value and timestamped full reads are computed with Arrow (no RocksDB), snapshots
+    decoded from Kafka's value layouts; the store is the referee: appends, tombstones,
+    overwrites, unknown timestamps and snapshots, in random order."""
     from catalog.kinds import Scan
 
     rng = random.Random(seed)
-    table = catalog.create_store("s", "keyvalue", "string", "long", num_partitions=2)
+    headers = kind == "timestamped-headers"
+    params = {"headers": True} if headers else {}
+    table = catalog.create_store(
+        "s", kind.split("-")[0], "string", "long", num_partitions=2, **params
+    )
     for step in range(10):
         keys = [f"k{rng.randrange(12)}" for _ in range(rng.randrange(1, 8))]
         values = [None if rng.random() < 0.25 else rng.randrange(100) for _ in keys]
-        files = table.stage(pa.array(keys), pa.array(values, pa.int64()), None)
+        columns: dict[str, pa.Array] = {}
+        if kind != "keyvalue":
+            stamps = [None if rng.random() < 0.1 else rng.randrange(10**6) for _ in keys]
+            columns["timestamp"] = pa.array(stamps, pa.int64())
+        if headers:
+            columns["headers"] = pa.array(
+                [encode_headers([("h", bytes([rng.randrange(256)]))] * rng.randrange(3))
+                 for _ in keys], pa.binary(),
+            )  # fmt: skip
+        files = table.stage(pa.array(keys), pa.array(values, pa.int64()), columns)
         table.commit(files, overwrite=rng.random() < 0.1)
-        if rng.random() < 0.2:
+        if rng.random() < 0.3:
             compact(table)
         fresh = _fresh(catalog, tmp_path, f"c{step}").load("s")
         from_columns = _sorted(fresh.to_arrow())
