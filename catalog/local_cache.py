@@ -364,9 +364,25 @@ class PartitionCache:
         _makedirs(os.path.dirname(self.path))
         tmp = os.path.join(os.path.dirname(self.path), f"scan-{uuid.uuid4().hex}.tmp")
         try:
-            shared = columnar is not None and self._columnar_to(tmp, target, columnar, schema)
-            if not shared:
-                shared = self._repairing(lambda: self._scan_latest_to(tmp, target, scan, schema))
+            batches = None if columnar is None else self._columnar_batches(target, columnar)
+            if batches is not None:
+                # Served as computed while it is written (Spark takes each batch at once), and
+                # kept only once every batch is in the file: a reader that stops early (a
+                # LIMIT) leaves nothing behind.
+                with (
+                    pa.OSFile(tmp, "wb") as sink,
+                    pa.ipc.new_file(sink, schema, options=_SCAN_OPTIONS) as writer,
+                ):
+                    for i, batch in enumerate(batches):
+                        writer.write_batch(batch)
+                        if i == 0:
+                            faults.point("scan.writing")
+                        yield batch
+                with contextlib.suppress(FileNotFoundError):  # see below
+                    _seal(tmp, path)
+                    _drop_older_scans(path)
+                return
+            shared = self._repairing(lambda: self._scan_latest_to(tmp, target, scan, schema))
             with pa.memory_map(tmp) as source:  # served from this mapping, renamed or not
                 if shared:  # else the cache moved on: this scan is private, not kept
                     # Concurrent first readers write the same bytes; a catch-up clearing the
@@ -379,21 +395,6 @@ class PartitionCache:
             for leftover in (tmp, tmp + ".crc32"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(leftover)
-
-    def _columnar_to(self, tmp: str, target: int, columnar: Columnar, schema: pa.Schema) -> bool:
-        """Write the state at ``target`` computed by ``columnar``; False if it declines."""
-        batches = self._columnar_batches(target, columnar)
-        if batches is None:
-            return False
-        with (
-            pa.OSFile(tmp, "wb") as sink,
-            pa.ipc.new_file(sink, schema, options=_SCAN_OPTIONS) as writer,
-        ):
-            for i, batch in enumerate(batches):
-                writer.write_batch(batch)
-                if i == 0:
-                    faults.point("scan.writing")
-        return True
 
     def _columnar_batches(
         self, target: int, columnar: Columnar

@@ -197,3 +197,18 @@ def test_a_catch_up_that_rocksdb_reports_damaged_is_rebuilt_not_deadlocked(
         assert sum(1 for _ in db.items()) == ROWS
     finally:
         db.close()
+
+
+def test_a_first_read_stopped_early_keeps_no_scan_file(catalog: Catalog, table: StoreTable) -> None:
+    target = table.log.latest_id()
+    cache = _cache(catalog, table)
+    scan = Path(cache.path + ".scans") / f"{target:020d}.arrow"
+    columnar = table._columnar(Scan())
+    batches = cache.read_latest(target, table._typed_scan(Scan()), table.arrow_schema(), columnar)
+    first = next(batches)  # served before the rest is computed into the file
+    assert first.num_rows and not scan.exists()
+    batches.close()  # a LIMIT: the reader stops
+    assert not scan.exists()
+    assert not [n for n in os.listdir(os.path.dirname(cache.path)) if n.startswith("scan-")]
+    assert _rows(table) == _expected()  # a whole read keeps it
+    assert scan.exists() and Path(str(scan) + ".crc32").exists()
