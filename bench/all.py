@@ -38,7 +38,7 @@ def runs(quick: bool) -> list[tuple[str, list[str]]]:
                 ["history.py", "--keys", str(keys), "--versions", "5"]))  # fmt: skip
     out.append(("whole store as of T through Spark vs delta-rs",
                 ["asof_read.py", "--keys", str(keys), "--versions", "5"]))  # fmt: skip
-    for kind in ("keyvalue", "versioned", "window", "session"):
+    for kind in ("keyvalue", "timestamped", "versioned", "window", "session"):
         out.append((f"first read after 200 appends vs one commit, {kind}",
                     ["appends.py", "--rows", str(small), "--appends", "200", "--kind", kind]))  # fmt: skip
     for kind in ("timestamped", "versioned", "window", "session"):

@@ -1,6 +1,6 @@
 """First read of a store built by many small appends, against the same content in one commit.
 
-    python bench/appends.py --rows 200000 --appends 200 [--kind keyvalue|versioned|window|session]
+    python bench/appends.py --rows 200000 --appends 200 [--kind keyvalue|timestamped|versioned|...]
 
 Without compaction, a fresh reader replays every changelog file since the store was created;
 with it (the default: automatic after 64 files per partition, plus one explicit
@@ -34,7 +34,7 @@ def _batch(start: int, rows: int, kind: str) -> tuple[pa.Array, pa.Array, dict[s
     keys = pa.array([f"key-{i:012d}" for i in range(start, start + rows)])
     values = pa.array([f"value-{i:094d}" for i in range(start, start + rows)])
     times = pa.array([BASE_MS + i for i in range(start, start + rows)], pa.int64())
-    if kind == "versioned":
+    if kind in ("timestamped", "versioned"):
         return keys, values, {"timestamp": times}
     if kind == "window":
         return keys, values, {"window_start": times}
@@ -59,13 +59,16 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument(
-        "--kind", default="keyvalue", choices=["keyvalue", "versioned", "window", "session"]
+        "--kind",
+        default="keyvalue",
+        choices=["keyvalue", "timestamped", "versioned", "window", "session"],
     )
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--no-compaction", action="store_true")
     args = parser.parse_args()
     params = {
         "keyvalue": {},
+        "timestamped": {},
         "versioned": {"history_retention_ms": DAY_MS},
         "window": {"retention_ms": DAY_MS, "window_size_ms": 60_000},
         "session": {"retention_ms": DAY_MS},

@@ -47,9 +47,9 @@ import pyarrow as pa
 
 from catalog import faults
 from catalog.changelog import read_changelog
-from catalog.commit_log import CommitLog
+from catalog.commit_log import CommitLog, RestorePlan
 from catalog.compaction import load_snapshot, snapshot_runs
-from catalog.kinds import kind_of
+from catalog.kinds import StoreKind, kind_of
 from catalog.spec import StoreSpec
 from catalog.storage import Storage
 from stores.errors import CorruptDataError, StoreNotFoundError
@@ -190,7 +190,28 @@ class PartitionCache:
             plan = self.log.restore_plan(applied, target, self.partition)
             if path == self.path:
                 shutil.rmtree(self.path + ".scans", ignore_errors=True)
-            if plan.snapshot is not None and plan.snapshot.base is not None:
+            snapshot = plan.snapshot if plan.snapshot and plan.snapshot.base is not None else None
+            rows = None
+            # A database that starts over from the log alone gets its state from columns where
+            # the kind computes it; a snapshot is ingested as it is (its runs are the rows),
+            # and the short tail after it applied.
+            starts_over = (applied == 0 or plan.reset) and snapshot is None
+            if starts_over and type(self.kind).store_rows is not StoreKind.store_rows:
+                rows = self.kind.store_rows(*self._columns(plan), self.spec.params)
+            if rows is not None:
+                # The state computed from columns, ingested as SST files into an empty
+                # database, as a snapshot is (a crash before the offset is committed leaves a
+                # database that committed nothing, which starts over the same way).
+                tx.close()
+                shutil.rmtree(path, ignore_errors=True)
+                _makedirs(path)
+                tx = self._open_transactional(path)
+                for family, (keys, values) in rows.items():
+                    tx.db.ingest_sorted(family, _slices(keys, values))
+                tx.commit(target)
+                faults.point("cache.applied")
+                return target
+            if snapshot is not None and snapshot.base is not None:
                 # A snapshot is ingested as SST files into an empty database (ingest bypasses
                 # the batch): the old one goes first. A crash before the offset is committed
                 # leaves a database that committed nothing, which starts over the same way.
@@ -198,9 +219,9 @@ class PartitionCache:
                 shutil.rmtree(path, ignore_errors=True)
                 _makedirs(path)
                 tx = self._open_transactional(path)
-                for ref in plan.snapshot.files_for(self.partition):
+                for ref in snapshot.files_for(self.partition):
                     load_snapshot(tx.db, self.storage, self.store_dir, ref)
-                tx.commit(plan.snapshot.base)
+                tx.commit(snapshot.base)
                 tx.reopen()
                 faults.point("cache.applied")
             elif plan.reset:  # staged in the first transaction below: atomic with its data
@@ -399,9 +420,15 @@ class PartitionCache:
     def _columnar_batches(
         self, target: int, columnar: Columnar
     ) -> Iterator[pa.RecordBatch] | None:
-        """``columnar`` over the newest snapshot at or before ``target`` and the changelog
-        files after it (each checked against its size and CRC-32); None if it declines."""
-        plan = self.log.restore_plan(0, target, self.partition)
+        """``columnar`` over the state at ``target`` (``_columns``); None if it declines."""
+        return columnar(*self._columns(self.log.restore_plan(0, target, self.partition)))
+
+    def _columns(
+        self, plan: RestorePlan
+    ) -> tuple[dict[str, tuple[pa.Array, pa.Array]], list[pa.Table]]:
+        """A restore plan's newest snapshot, as sorted runs per column family, and the
+        changelog table of each commit after it (every file checked against its size and
+        CRC-32)."""
         runs: dict[str, tuple[pa.Array, pa.Array]] = {}
         if plan.snapshot is not None:
             for ref in plan.snapshot.files_for(self.partition):
@@ -416,7 +443,7 @@ class PartitionCache:
                         read_changelog(self.storage, self.store_dir, ref) for ref in files
                     )
                 )
-        return columnar(runs, commits)
+        return runs, commits
 
     def _scan_latest_to(
         self,
@@ -516,3 +543,9 @@ def _fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _slices(keys: pa.Array, values: pa.Array, rows: int = 1 << 16) -> Iterator[tuple[pa.Array, pa.Array]]:
+    """``(keys, values)`` in slices of ``rows``: an SST is encoded a slice at a time."""
+    for start in range(0, len(keys), rows):
+        yield keys.slice(start, rows), values.slice(start, rows)

@@ -39,6 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from stores.arrow_bytes import binary_from, varint_column
+
 #: Data block size target (RocksDB's ``block_size``; its default is 4 KiB). Larger blocks mean
 #: fewer checksum calls and index entries; a lookup decodes one block by binary search.
 BLOCK_SIZE = 16 * 1024
@@ -58,46 +60,6 @@ _FIXED32 = struct.Struct("<I")
 _UNKNOWN_COLUMN_FAMILY = 0x7FFFFFFF  # RocksDB: "not from a column family"
 
 
-def _varint_sizes(values: np.ndarray) -> np.ndarray:
-    """Bytes of each value as a varint (values < 2**35)."""
-    sizes = np.ones(len(values), dtype=np.int64)
-    for bits in (7, 14, 21, 28):
-        sizes += values >= (1 << bits)
-    return sizes
-
-
-def _put_varints(out: np.ndarray, at: np.ndarray, values: np.ndarray, sizes: np.ndarray) -> None:
-    """Write ``values[i]`` as a varint at ``out[at[i]:]`` (``sizes`` from ``_varint_sizes``)."""
-    for j in range(5):
-        rows = np.flatnonzero(sizes > j)
-        if not len(rows):
-            return
-        more = (sizes[rows] > j + 1).astype(np.uint8) << 7
-        out[at[rows] + j] = ((values[rows] >> (7 * j)) & 0x7F).astype(np.uint8) | more
-
-
-def _binary(data: np.ndarray, offsets: np.ndarray) -> pa.Array:
-    """A binary array over ``data`` (uint8) with int32 ``offsets``."""
-    return pa.Array.from_buffers(
-        pa.binary(), len(offsets) - 1,
-        [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)],
-    )  # fmt: skip
-
-
-def _varint_array(*columns: np.ndarray, lead_zero: bool = False) -> pa.Array:
-    """Per row, the varints of ``columns`` back to back (after a zero byte: ``lead_zero``)."""
-    sizes = [_varint_sizes(c) for c in columns]
-    lengths = sum(sizes, np.full(len(columns[0]), int(lead_zero), dtype=np.int64))
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    data = np.zeros(int(offsets[-1]), dtype=np.uint8)
-    at = offsets[:-1] + int(lead_zero)
-    for column, size in zip(columns, sizes, strict=True):
-        _put_varints(data, at, column, size)
-        at = at + size
-    return _binary(data, offsets)
-
-
 def _blocks(
     keys: pa.Array, suffix: bytes, values: pa.Array, key_sizes: np.ndarray,
     value_sizes: np.ndarray, first_of_block: np.ndarray,
@@ -109,7 +71,7 @@ def _blocks(
     """
     n = len(keys)
     full_key_sizes = key_sizes + len(suffix)
-    header = _varint_array(full_key_sizes, value_sizes, lead_zero=True)
+    header = varint_column(full_key_sizes, value_sizes, lead_zero=True)
     header_sizes = np.diff(np.frombuffer(header.buffers()[1], np.int32, n + 1)).astype(np.int64)
     entry_sizes = header_sizes + full_key_sizes + value_sizes
     marks = np.zeros(n, dtype=bool)
@@ -131,7 +93,7 @@ def _blocks(
     tails[(count_at[:, None] + np.arange(4)).ravel()] = counts.astype("<u4").view(np.uint8)
     last = np.zeros(n, dtype=bool)
     last[np.append(first_of_block[1:], n) - 1] = True
-    tail = _binary(tails, np.concatenate([[0], tail_offsets[block_of + last]]))
+    tail = binary_from(tails, np.concatenate([[0], tail_offsets[block_of + last]]))
     joined = pc.binary_join_element_wise(
         header, keys, pa.scalar(suffix, pa.binary()), values, tail, pa.scalar(b"", pa.binary())
     )
@@ -215,8 +177,12 @@ class _Table:
         self.stored: list[int] = []
         self.last_key: bytes | None = None
 
-    def add(self, keys: pa.Array, values: pa.Array) -> None:
+    def add(self, keys: pa.Array | pa.ChunkedArray, values: pa.Array | pa.ChunkedArray) -> None:
         """Append a batch (its keys after every key so far)."""
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
         keys = keys.cast(pa.binary())
         values = values.cast(pa.binary())
         n = len(keys)
@@ -268,7 +234,7 @@ class _Table:
             raise ValueError("an SST file needs at least one key")
         data_size = self.offset
         last_keys = pa.concat_arrays(self.index_keys)
-        handles = _varint_array(np.array(self.at, np.int64), np.array(self.stored, np.int64))
+        handles = varint_column(np.array(self.at, np.int64), np.array(self.stored, np.int64))
         index_data, index_starts, index_sizes = _blocks(
             last_keys, _PUT_SUFFIX, handles, _sizes(last_keys), _sizes(handles),
             np.zeros(1, dtype=np.int64),

@@ -220,6 +220,15 @@ class StoreKind(ABC):
         schema in the store's scan order; None where the store must answer."""
         return None
 
+    def store_rows(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
+    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+        """The store's RocksDB rows after the ``commits`` over a snapshot's ``runs``, computed
+        from columns: per column family, binary keys strictly ascending and their values, in
+        Kafka's layout; a partition cache ingests them as SST files into an empty database.
+        None where the store must apply the rows itself (``apply``)."""
+        return None
+
 
 def option_name(key: str) -> str:
     """The option that sets parameter ``key`` in any kind (the key itself if none does)."""

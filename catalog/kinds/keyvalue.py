@@ -11,7 +11,7 @@ from catalog.kinds._base import BATCH_ROWS, Layout, Runs, Scan, StoreKind, last_
 from stores.errors import InvalidOptionError
 from stores.key_value import KeyValueStore
 from stores.query import KeyQuery, Query
-from stores.rocksdb_bytes import RocksDBBytesStore
+from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
 
 _WIDE = pa.schema([pa.field("key", pa.large_binary()), pa.field("value", pa.large_binary())])
 
@@ -65,6 +65,14 @@ class KeyValueKind(StoreKind):
         if not parts:
             return None
         return last_per_key(pa.concat_tables(parts))
+
+    def store_rows(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
+    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+        latest = self.scan_columns(runs, commits, params, Scan())
+        if latest is None:
+            return {}
+        return {DEFAULT_CF: (latest.column("key"), latest.column("value"))}
 
 
 KEYVALUE = KeyValueKind()

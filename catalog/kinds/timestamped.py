@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn, value_columns
 from catalog.kinds._base import (
@@ -23,6 +25,7 @@ from catalog.kinds._base import (
     last_per_key,
     time_order,
 )
+from stores.arrow_bytes import big_endian_column, varint_column
 from stores.query import Query, TimestampedKeyQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.timestamped import (
@@ -88,8 +91,36 @@ class TimestampedKind(StoreKind):
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
     ) -> pa.Table | None:
-        if not scan.is_full:
+        latest = self._latest(runs, commits, params) if scan.is_full else None
+        if latest is None:
             return None
+        stamps = latest.column("timestamp").combine_chunks()
+        index = latest.schema.get_field_index("timestamp")
+        return latest.set_column(index, "timestamp", known(stamps))
+
+    def store_rows(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
+    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+        latest = self._latest(runs, commits, params)
+        if latest is None:
+            return None
+        # Kafka's layouts: [timestamp][value] (KIP-258), after [varint size][headers] (KIP-1271).
+        stamps = latest.column("timestamp").combine_chunks().to_numpy()
+        pieces = [big_endian_column(stamps), latest.column("value").combine_chunks()]
+        if params.get("headers"):
+            headers = latest.column(HEADERS).combine_chunks()
+            sizes = pc.binary_length(headers).to_numpy(zero_copy_only=False).astype(np.int64)
+            pieces = [varint_column(2 * sizes), headers, *pieces]  # zig-zag: 2n for n >= 0
+        wide = [piece.cast(pa.large_binary()) for piece in pieces]
+        values = pc.binary_join_element_wise(*wide, pa.scalar(b"", pa.large_binary()))
+        family = TIMESTAMPED_WITH_HEADERS_CF if params.get("headers") else TIMESTAMPED_CF
+        return {family: (latest.column("key"), values)}
+
+    def _latest(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
+    ) -> pa.Table | None:
+        """The live rows (timestamps as written: -1 unknown), sorted by key bytes; None where
+        RocksDB must convert an older format's rows."""
         layout = self.layout(params)
         names = layout.changelog_schema().names
         wide = pa.schema(
@@ -108,11 +139,9 @@ class TimestampedKind(StoreKind):
             parts.append(pa.table([columns[n] for n in names], names=names).cast(wide))
         parts += [time_order(t.select(names), "timestamp").cast(wide) for t in commits]
         if not parts:
-            return layout.raw_schema().empty_table()
+            return wide.empty_table()
         # Kafka's timestamped store overwrites on every put: in apply order, the last write wins.
-        latest = last_per_key(pa.concat_tables(parts))
-        stamps = latest.column("timestamp").combine_chunks()
-        return latest.set_column(names.index("timestamp"), "timestamp", known(stamps))
+        return last_per_key(pa.concat_tables(parts))
 
 
 TIMESTAMPED = TimestampedKind()

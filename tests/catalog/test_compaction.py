@@ -226,13 +226,14 @@ def test_the_command_line_compacts(catalog: Catalog, capsys: pytest.CaptureFixtu
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("kind", ["keyvalue", "timestamped", "timestamped-headers"])
 def test_a_latest_read_from_columns_equals_the_store_s_own(
-    catalog: Catalog, tmp_path: Path, seed: int, kind: str
+    catalog: Catalog, tmp_path: Path, seed: int, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Key-value and timestamped full reads are computed with Arrow (no RocksDB), snapshots
     decoded from Kafka's value layouts; the store is the referee: appends, tombstones,
     overwrites, unknown timestamps and snapshots, in random order."""
     from catalog.kinds import Scan
 
+    _kafka_apply_only(monkeypatch)  # caches and snapshots as Kafka's stores write them
     rng = random.Random(seed)
     headers = kind == "timestamped-headers"
     params = {"headers": True} if headers else {}
@@ -264,6 +265,63 @@ def test_a_latest_read_from_columns_equals_the_store_s_own(
             batches = cache.read(target, fresh._typed_scan(Scan()), fresh.arrow_schema())
             from_store += [b for b in batches]
         assert from_columns == _sorted(pa.Table.from_batches(from_store, schema=fresh.arrow_schema()))
+
+
+def _kafka_apply_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partition caches apply every commit through Kafka's stores, never ``store_rows``."""
+    from catalog.kinds import StoreKind
+    from catalog.kinds.keyvalue import KeyValueKind
+    from catalog.kinds.timestamped import TimestampedKind
+
+    for kind_class in (KeyValueKind, TimestampedKind):
+        monkeypatch.setattr(kind_class, "store_rows", StoreKind.store_rows)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("kind", ["keyvalue", "timestamped", "timestamped-headers"])
+def test_rows_computed_from_columns_are_the_rows_kafka_s_stores_write(
+    catalog: Catalog, tmp_path: Path, seed: int, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh cache of a key-value or timestamped store is ingested from ``store_rows``:
+    every column family holds, byte for byte, what applying each commit to Kafka's store
+    leaves (tombstones, overwrites of the store, unknown timestamps, headers)."""
+    rng = random.Random(seed)
+    headers = kind == "timestamped-headers"
+    table = catalog.create_store(
+        "s", kind.split("-")[0], "string", "long", num_partitions=2,
+        **({"headers": True} if headers else {}),
+    )  # fmt: skip
+    for _ in range(8):
+        keys = [f"k{rng.randrange(12)}" for _ in range(rng.randrange(1, 8))]
+        values = [None if rng.random() < 0.25 else rng.randrange(100) for _ in keys]
+        columns: dict[str, pa.Array] = {}
+        if kind != "keyvalue":
+            stamps = [None if rng.random() < 0.1 else rng.randrange(10**6) for _ in keys]
+            columns["timestamp"] = pa.array(stamps, pa.int64())
+        if headers:
+            columns["headers"] = pa.array(
+                [encode_headers([("h", bytes([rng.randrange(256)]))] * rng.randrange(70))
+                 for _ in keys], pa.binary(),
+            )  # fmt: skip
+        files = table.stage(pa.array(keys), pa.array(values, pa.int64()), columns)
+        table.commit(files, overwrite=rng.random() < 0.15)
+    target = table.log.latest_id()
+    families = table.kind.column_families(table.spec.params)
+
+    def rows(cache_dir: Path, partition: int) -> dict[str, list[tuple[bytes, bytes]]]:
+        cache = PartitionCache(catalog.storage, table.spec, "s", partition, str(cache_dir))
+        assert cache.catch_up(target) == target
+        db = RocksDBBytesStore(cache.path, families, read_only=True)
+        try:
+            return {f: list(db.items(f)) for f in families}
+        finally:
+            db.close()
+
+    for partition in range(2):
+        computed = rows(tmp_path / "columns", partition)
+        with monkeypatch.context() as patched:
+            _kafka_apply_only(patched)
+            assert computed == rows(tmp_path / "kafka", partition)
 
 
 def test_a_fresh_cache_loads_the_snapshot_and_reads_only_the_tail(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -97,16 +98,27 @@ def test_a_crash_after_a_commit_is_applied_keeps_that_commit(
 ) -> None:
     rules = tmp_path / "faults"
     rules.write_text("cache.applied error\n")
-    monkeypatch.setenv(faults.ENV, str(rules))
     cache = _cache(catalog, table)
+    assert cache.catch_up(2) == 2  # fresh: the state at 2 computed from columns, ingested
+    monkeypatch.setenv(faults.ENV, str(rules))
+    with pytest.raises(OSError, match="fault injected at cache.applied"):
+        cache.catch_up(4)  # from 2: commits applied one at a time
+    db = RocksDBBytesStore(cache.path, ("default", OFFSETS_CF), read_only=True)
+    try:
+        assert committed_offset_of(db) == 3
+        assert sum(1 for _ in db.items()) == 2 * ROWS // 3
+    finally:
+        db.close()
+    assert _rows(table) == _expected()
+    shutil.rmtree(cache.path)  # a fresh cache is built in one step, up to the target
+    rules.write_text("cache.applied error\n")  # the first fault was claimed
     with pytest.raises(OSError, match="fault injected at cache.applied"):
         cache.catch_up(4)
     db = RocksDBBytesStore(cache.path, ("default", OFFSETS_CF), read_only=True)
     try:
-        assert committed_offset_of(db) == 2  # commit 1 (create) and 2 applied as one step
+        assert committed_offset_of(db) == 4 and sum(1 for _ in db.items()) == ROWS
     finally:
         db.close()
-    assert _rows(table) == _expected()
 
 
 def test_a_flipped_byte_in_an_sst_file_is_rebuilt(catalog: Catalog, table: StoreTable) -> None:
