@@ -27,6 +27,7 @@ from catalog import faults
 from catalog.changelog import CHANGELOG_DIR, write_changelog
 from catalog.commit_log import COMMITS_DIR, ChangelogFile, CommitLog, CommitRecord, Txn, record_name
 from catalog.compaction import COMPACT_AFTER_FILES
+from catalog.header_columns import HEADERS_TYPE, headers_to_arrow
 from catalog.kinds import HEADERS, Layout, Scan, kind_of
 from catalog.local_cache import Columnar, PartitionCache, default_cache_root
 from catalog.partitioner import partitions_of
@@ -40,7 +41,6 @@ from stores.errors import (
     StoreAlreadyExistsError,
     StoreNotFoundError,
 )
-from stores.headers_format import decode_headers, encode_varint
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.serdes import serde_for
 from stores.types import TypeJson, to_arrow
@@ -71,11 +71,6 @@ STORES_SCHEMA = pa.schema(
 )
 #: The largest epoch-ms time a Spark TIMESTAMP (microseconds in a long) can show.
 MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
-_NULL_SIZE = encode_varint(-1)  # a header's null value
-#: The typed ``headers`` column: Kafka's headers, in order, duplicates and null values kept.
-HEADERS_TYPE = pa.list_(
-    pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
-)
 
 
 def _is_store_name(name: str) -> bool:
@@ -887,74 +882,3 @@ def changelog_files(storage: Storage, store_dir: str) -> Iterator[tuple[str, str
     for partition_dir in storage.list(store_dir, CHANGELOG_DIR):
         for name in storage.list(store_dir, CHANGELOG_DIR, partition_dir):
             yield partition_dir, name
-
-
-def headers_to_arrow(raw: pa.Array) -> pa.Array:
-    """KIP-1271 headersBytes per row to ``list<struct<key: string, value: binary>>``.
-
-    Built from flat key and value columns plus list offsets: rows without headers (the common
-    case) cost one offset each.
-    """
-    offsets = [0]
-    keys: list[str] = []
-    values: list[bytes | None] = []
-    nulls = []
-    for data in raw.to_pylist():
-        if data is None:
-            nulls.append(len(offsets) - 1)
-        elif data:
-            for key, value in decode_headers(data):
-                keys.append(key)
-                values.append(value)
-        offsets.append(len(keys))
-    entries = pa.StructArray.from_arrays(
-        [pa.array(keys, pa.string()), pa.array(values, pa.binary())],
-        fields=list(HEADERS_TYPE.value_type),
-    )
-    mask = None
-    if nulls:
-        flags = [False] * (len(offsets) - 1)
-        for row in nulls:
-            flags[row] = True
-        mask = pa.array(flags)
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), entries, HEADERS_TYPE, mask=mask)
-
-
-def headers_from_arrow(column: pa.Array) -> pa.Array:
-    """``list<struct<key, value>>`` per row (null: no headers) to KIP-1271 headersBytes.
-
-    Works on the flattened key and value columns, so no Python dict is made per header.
-
-    Raises:
-        InvalidOptionError: a header (or its key) is null.
-    """
-    flat = column.flatten()
-    key_column = flat.field("key")
-    if flat.null_count or key_column.null_count:
-        raise InvalidOptionError(
-            "column 'headers' has a null header or a header with a null key; a header needs a "
-            "string key (its value may be null)",
-            code="NULL_HEADER_KEY",
-        )
-    keys = key_column.to_pylist()
-    values = flat.field("value").to_pylist()
-    lengths = pc.list_value_length(column).fill_null(0).to_pylist()
-    out: list[bytes] = []
-    start = 0
-    for count in lengths:
-        if not count:
-            out.append(b"")
-            continue
-        parts = [encode_varint(count)]
-        for key, value in zip(keys[start : start + count], values[start : start + count]):
-            raw_key = key.encode("utf-8")
-            parts.append(encode_varint(len(raw_key)))
-            parts.append(raw_key)
-            if value is None:
-                parts.append(_NULL_SIZE)
-            else:
-                parts.append(encode_varint(len(value)))
-                parts.append(value)
-        out.append(b"".join(parts))
-        start += count
-    return pa.array(out, pa.binary())

@@ -19,8 +19,9 @@ from pyspark.sql.types import (
 )
 
 from catalog import faults
-from catalog.catalog import Catalog, StoreTable, headers_from_arrow
+from catalog.catalog import Catalog, StoreTable
 from catalog.commit_log import ChangelogFile, Txn
+from catalog.header_columns import headers_from_arrow
 from catalog.kinds import HEADERS
 from catalog.spec import StoreSpec
 from datasource.errors import surface_errors

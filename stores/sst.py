@@ -1,9 +1,11 @@
 """RocksDB table files (SST) written from Arrow columns, for ``IngestExternalFile``.
 
 RocksDB's own ``SstFileWriter`` takes one key and value per call: for a million rows the calls
-and the ``bytes`` objects they need cost more than the bytes themselves. This module lays out the
-same file with Arrow and numpy, a block at a time for all blocks at once, in the format
-``SstFileWriter`` writes with these options (a test compares the two entry by entry):
+and the ``bytes`` objects they need cost more than the bytes themselves. This module lays out
+the same file from whole columns: the entries, restart arrays and block tails of every block
+with numpy and one ``binary_join_element_wise`` per few MiB of entries; then each block is
+compressed and checksummed (one call each). The format is the one ``SstFileWriter`` writes
+with these options; a test compares the two through RocksDB:
 
 | part          | what                                                                    |
 |---------------|-------------------------------------------------------------------------|
@@ -11,7 +13,9 @@ same file with Arrow and numpy, a block at a time for all blocks at once, in the
 |               | key = user key + 8 bytes ``(sequence 0 << 8) | type 1 (a put)``, LE;    |
 |               | every entry a restart point (no shared prefixes, so no sequential pass) |
 |               | then ``uint32 restarts[n]``, ``uint32 n``                                |
-| block trailer | compression type ``0`` (none), XXH32 of block + type byte (``kxxHash``) |
+| block trailer | compression type: ``4`` LZ4 (``[varint32 size][raw LZ4 block]``, where  |
+|               | that saves an eighth, as RocksDB decides) or ``0`` none; then the XXH32 |
+|               | of the stored block and type byte (checksum type ``kxxHash``)           |
 | properties    | those ``SstFileWriter`` records: sizes, counts, comparator, and         |
 |               | ``rocksdb.external_sst_file.version`` 2, global sequence number 0       |
 | metaindex     | ``rocksdb.properties`` -> its block handle                              |
@@ -20,9 +24,7 @@ same file with Arrow and numpy, a block at a time for all blocks at once, in the
 |               | ``uint32 format_version`` 2, ``uint64`` magic ``0x88e241b785f4cff7``       |
 
 Format version 2 (RocksDB reads every version from 2 on) keeps the index entries plain: full
-internal keys, handles not delta-encoded. Data blocks are not compressed: a block-level
-compressor is one call per block, and the cache is a local copy that RocksDB's compactions
-compress as they rewrite it.
+internal keys, handles not delta-encoded.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def _blocks(
     n = len(keys)
     full_key_sizes = key_sizes + len(suffix)
     header = varint_column(full_key_sizes, value_sizes, lead_zero=True)
-    header_sizes = np.diff(np.frombuffer(header.buffers()[1], np.int32, n + 1)).astype(np.int64)
+    header_sizes = _sizes(header)
     entry_sizes = header_sizes + full_key_sizes + value_sizes
     marks = np.zeros(n, dtype=bool)
     marks[first_of_block] = True
@@ -158,7 +160,12 @@ def _handle(offset: int, size: int) -> bytes:
 
 
 def _sizes(array: pa.Array) -> np.ndarray:
-    offsets = np.frombuffer(array.buffers()[1], np.int32, len(array) + 1, array.offset * 4)
+    """The byte length of each value of a binary array (int64)."""
+    wide = pa.types.is_large_binary(array.type)
+    offsets = np.frombuffer(
+        array.buffers()[1], np.int64 if wide else np.int32, len(array) + 1,
+        array.offset * (8 if wide else 4),
+    )  # fmt: skip
     return np.diff(offsets).astype(np.int64)
 
 
