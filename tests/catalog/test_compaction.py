@@ -235,25 +235,9 @@ def test_a_latest_read_from_columns_equals_the_store_s_own(
 
     _kafka_apply_only(monkeypatch)  # caches and snapshots as Kafka's stores write them
     rng = random.Random(seed)
-    headers = kind == "timestamped-headers"
-    params = {"headers": True} if headers else {}
-    table = catalog.create_store(
-        "s", kind.split("-")[0], "string", "long", num_partitions=2, **params
-    )
+    table = _random_store(catalog, kind)
     for step in range(10):
-        keys = [f"k{rng.randrange(12)}" for _ in range(rng.randrange(1, 8))]
-        values = [None if rng.random() < 0.25 else rng.randrange(100) for _ in keys]
-        columns: dict[str, pa.Array] = {}
-        if kind != "keyvalue":
-            stamps = [None if rng.random() < 0.1 else rng.randrange(10**6) for _ in keys]
-            columns["timestamp"] = pa.array(stamps, pa.int64())
-        if headers:
-            columns["headers"] = pa.array(
-                [encode_headers([("h", bytes([rng.randrange(256)]))] * rng.randrange(3))
-                 for _ in keys], pa.binary(),
-            )  # fmt: skip
-        files = table.stage(pa.array(keys), pa.array(values, pa.int64()), columns)
-        table.commit(files, overwrite=rng.random() < 0.1)
+        _random_commit(table, kind, rng, max_headers=3, overwrites=0.1)
         if rng.random() < 0.3:
             compact(table)
         fresh = _fresh(catalog, tmp_path, f"c{step}").load("s")
@@ -265,6 +249,35 @@ def test_a_latest_read_from_columns_equals_the_store_s_own(
             batches = cache.read(target, fresh._typed_scan(Scan()), fresh.arrow_schema())
             from_store += [b for b in batches]
         assert from_columns == _sorted(pa.Table.from_batches(from_store, schema=fresh.arrow_schema()))
+
+
+def _random_store(catalog: Catalog, kind: str) -> StoreTable:
+    """A store of ``kind``: keyvalue, timestamped or timestamped-headers."""
+    params = {"headers": True} if kind == "timestamped-headers" else {}
+    return catalog.create_store(
+        "s", kind.split("-")[0], "string", "long", num_partitions=2, **params
+    )
+
+
+def _random_commit(
+    table: StoreTable, kind: str, rng: random.Random, max_headers: int, overwrites: float
+) -> None:
+    """One commit of a few updates and tombstones of 12 keys, some timestamps unknown and,
+    for header-aware stores, up to ``max_headers - 1`` headers a row; an overwrite with
+    probability ``overwrites``."""
+    keys = [f"k{rng.randrange(12)}" for _ in range(rng.randrange(1, 8))]
+    values = [None if rng.random() < 0.25 else rng.randrange(100) for _ in keys]
+    columns: dict[str, pa.Array] = {}
+    if kind != "keyvalue":
+        stamps = [None if rng.random() < 0.1 else rng.randrange(10**6) for _ in keys]
+        columns["timestamp"] = pa.array(stamps, pa.int64())
+    if kind == "timestamped-headers":
+        columns["headers"] = pa.array(
+            [encode_headers([("h", bytes([rng.randrange(256)]))] * rng.randrange(max_headers))
+             for _ in keys], pa.binary(),
+        )  # fmt: skip
+    files = table.stage(pa.array(keys), pa.array(values, pa.int64()), columns)
+    table.commit(files, overwrite=rng.random() < overwrites)
 
 
 def _kafka_apply_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -286,25 +299,9 @@ def test_rows_computed_from_columns_are_the_rows_kafka_s_stores_write(
     every column family holds, byte for byte, what applying each commit to Kafka's store
     leaves (tombstones, overwrites of the store, unknown timestamps, headers)."""
     rng = random.Random(seed)
-    headers = kind == "timestamped-headers"
-    table = catalog.create_store(
-        "s", kind.split("-")[0], "string", "long", num_partitions=2,
-        **({"headers": True} if headers else {}),
-    )  # fmt: skip
+    table = _random_store(catalog, kind)
     for _ in range(8):
-        keys = [f"k{rng.randrange(12)}" for _ in range(rng.randrange(1, 8))]
-        values = [None if rng.random() < 0.25 else rng.randrange(100) for _ in keys]
-        columns: dict[str, pa.Array] = {}
-        if kind != "keyvalue":
-            stamps = [None if rng.random() < 0.1 else rng.randrange(10**6) for _ in keys]
-            columns["timestamp"] = pa.array(stamps, pa.int64())
-        if headers:
-            columns["headers"] = pa.array(
-                [encode_headers([("h", bytes([rng.randrange(256)]))] * rng.randrange(70))
-                 for _ in keys], pa.binary(),
-            )  # fmt: skip
-        files = table.stage(pa.array(keys), pa.array(values, pa.int64()), columns)
-        table.commit(files, overwrite=rng.random() < 0.15)
+        _random_commit(table, kind, rng, max_headers=70, overwrites=0.15)
     target = table.log.latest_id()
     families = table.kind.column_families(table.spec.params)
 
