@@ -202,10 +202,7 @@ class PartitionCache:
                 # The state computed from columns, ingested as SST files into an empty
                 # database, as a snapshot is (a crash before the offset is committed leaves a
                 # database that committed nothing, which starts over the same way).
-                tx.close()
-                shutil.rmtree(path, ignore_errors=True)
-                _makedirs(path)
-                tx = self._open_transactional(path)
+                tx = self._emptied(tx, path)
                 for family, (keys, values) in rows.items():
                     tx.db.ingest_sorted(family, _slices(keys, values))
                 tx.commit(target)
@@ -215,10 +212,7 @@ class PartitionCache:
                 # A snapshot is ingested as SST files into an empty database (ingest bypasses
                 # the batch): the old one goes first. A crash before the offset is committed
                 # leaves a database that committed nothing, which starts over the same way.
-                tx.close()
-                shutil.rmtree(path, ignore_errors=True)
-                _makedirs(path)
-                tx = self._open_transactional(path)
+                tx = self._emptied(tx, path)
                 for ref in snapshot.files_for(self.partition):
                     load_snapshot(tx.db, self.storage, self.store_dir, ref)
                 tx.commit(snapshot.base)
@@ -246,6 +240,13 @@ class PartitionCache:
             return target
         finally:
             tx.close()
+
+    def _emptied(self, tx: TransactionalStore, path: str) -> TransactionalStore:
+        """Close ``tx`` and open an empty database in its place (for SST ingest)."""
+        tx.close()
+        shutil.rmtree(path, ignore_errors=True)
+        _makedirs(path)
+        return self._open_transactional(path)
 
     # -- reading -------------------------------------------------------------------------------
 
