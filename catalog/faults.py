@@ -26,17 +26,26 @@ ENV = "STATE_STORE_FAULTS"
 
 def _kill_session() -> None:
     """SIGKILL every process of this process's session, this one last (PySpark's workers run
-    in process groups of their own, so a group kill would miss the driver)."""
+    in process groups of their own, so a group kill would miss the driver). The session is
+    scanned again until a scan finds no process it has not killed: one forked while a scan
+    ran is caught by the next (a process with SIGKILL pending forks no more)."""
     session = os.getsid(0)
     me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            if os.getsid(int(entry)) == session:
-                os.kill(int(entry), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
+    killed: set[int] = set()
+    while True:
+        found = set()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me or int(entry) in killed:
+                continue
+            try:
+                if os.getsid(int(entry)) == session:
+                    os.kill(int(entry), signal.SIGKILL)
+                    found.add(int(entry))
+            except (ProcessLookupError, PermissionError):
+                continue
+        if not found:
+            break
+        killed |= found
     os.kill(me, signal.SIGKILL)
 
 

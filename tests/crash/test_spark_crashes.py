@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -77,17 +78,27 @@ def test_a_killed_worker_or_commit_process_leaves_exactly_the_committed_state(
 
 
 def _session_members(session: int) -> list[int]:
-    """The live processes of a session (zombies, already dead, are not counted)."""
+    """The live processes of a session: not a zombie, and no SIGKILL pending (a killed JVM
+    can take a moment to unmap its heap and exit; it is already gone in effect)."""
     members = []
     for entry in os.listdir("/proc"):
         try:
             if entry.isdigit() and os.getsid(int(entry)) == session:
                 state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state != "Z":
+                if state not in ("Z", "X") and not _sigkill_pending(int(entry)):
                     members.append(int(entry))
         except (ProcessLookupError, FileNotFoundError, PermissionError):
             continue
     return members
+
+
+def _sigkill_pending(pid: int) -> bool:
+    """Whether SIGKILL is pending for ``pid`` (its thread's or its process's signal set)."""
+    pending = 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(("SigPnd:", "ShdPnd:")):
+            pending |= int(line.split()[1], 16)
+    return bool(pending & (1 << (signal.SIGKILL - 1)))
 
 
 def test_a_whole_application_killed_mid_commit(
