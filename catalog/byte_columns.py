@@ -48,7 +48,14 @@ class ByteColumn:
     def _at(self, positions: np.ndarray[Any, Any], width: int) -> np.ndarray[Any, Any]:
         if len(positions) and (positions.min() < 0 or positions.max() + width > len(self.data)):
             raise CorruptDataError("a snapshot row is shorter than its layout says")
-        return np.ascontiguousarray(self.data[positions[:, None] + np.arange(width)])
+        if len(self.data) < width:
+            return np.zeros((0, width), dtype=np.uint8)
+        # Every ``width`` bytes from every offset, as overlapping rows of one view: a gather of
+        # rows, with no index array per byte.
+        windows = np.lib.stride_tricks.as_strided(
+            self.data, shape=(len(self.data) - width + 1, width), strides=(1, 1), writeable=False
+        )
+        return windows[positions]
 
     def slices(
         self,
