@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.changelog import IPC_OPTIONS, changelog_batches, read_changelog
+from catalog.changelog import IPC_OPTIONS, changelog_batches
 from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
 from catalog.paths import snapshot_path
 from catalog.storage import Storage
@@ -194,17 +194,11 @@ def snapshot_runs(
     Raises:
         CorruptDataError: the file is missing or fails its size or checksum.
     """
-    table = read_changelog(storage, store_dir, ref)
-    if table.num_rows == 0:
-        return
-    cfs = table.column("cf").combine_chunks()
-    keys = table.column("key").combine_chunks()
-    values = table.column("value").combine_chunks()
-    runs = pc.run_end_encode(cfs)
-    start = 0
-    for name, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
-        yield name, keys.slice(start, end - start), values.slice(start, end - start)
-        start = end
+    pieces: dict[str, list[tuple[pa.Array, pa.Array]]] = {}
+    for family, keys, values in snapshot_batches(storage, store_dir, ref):
+        pieces.setdefault(family, []).append((keys, values))
+    for family, run in pieces.items():
+        yield family, pa.concat_arrays([k for k, _ in run]), pa.concat_arrays([v for _, v in run])
 
 
 def snapshot_batches(

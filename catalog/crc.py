@@ -26,6 +26,8 @@ import zlib
 import numpy as np
 import pyarrow as pa
 
+from stores.arrow_bytes import binary_data, binary_offsets
+
 #: Rows up to this many bytes are computed in numpy; longer ones by zlib, one call each.
 MAX_WIDTH = 64
 
@@ -90,18 +92,7 @@ def _buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         values = values.cast(pa.large_binary())
     if not (pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
         raise TypeError(f"crc32 needs a binary or string array, not {values.type}")
-    _, offsets_buffer, data_buffer = values.buffers()
-    wide = pa.types.is_large_binary(values.type)
-    offsets = np.frombuffer(
-        offsets_buffer, dtype=np.int64 if wide else np.int32, count=len(values) + 1,
-        offset=values.offset * (8 if wide else 4),
-    ).astype(np.int64)  # fmt: skip
-    data = (
-        np.frombuffer(data_buffer, dtype=np.uint8)
-        if data_buffer is not None
-        else np.zeros(0, np.uint8)
-    )
-    return offsets, data
+    return binary_offsets(values), binary_data(values)
 
 
 def crc32_array(values: pa.Array | pa.ChunkedArray) -> np.ndarray:

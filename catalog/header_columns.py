@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn
-from stores.arrow_bytes import binary_from, varint_column
+from stores.arrow_bytes import binary_data, binary_from, binary_offsets, varint_column
 from stores.errors import CorruptDataError, InvalidOptionError
 
 #: The typed ``headers`` column: Kafka's headers, in order, duplicates and null values kept.
@@ -59,14 +59,10 @@ def headers_from_arrow(column: pa.Array | pa.ChunkedArray) -> pa.Array:
         varint_column(_zigzag(value_sizes.astype(np.int64))), values.fill_null(b""), empty,
     )  # fmt: skip
     # A row's headers: one range of ``each``'s bytes, from its first header to its last.
-    header_offsets = np.frombuffer(each.buffers()[1], np.int32, len(each) + 1).astype(np.int64)
+    header_offsets = binary_offsets(each)
     ends = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=ends[1:])
-    data = (
-        np.frombuffer(each.buffers()[2], np.uint8)
-        if each.buffers()[2] is not None
-        else np.zeros(0, np.uint8)
-    )
+    data = binary_data(each)
     bodies = binary_from(data, header_offsets[ends])
     prefix = pc.if_else(pa.array(counts > 0), varint_column(_zigzag(counts)), empty)
     return pc.binary_join_element_wise(prefix, bodies, empty).cast(pa.binary())

@@ -22,19 +22,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from stores.arrow_bytes import binary_data, binary_offsets
+
 #: Keys up to this many bytes are sorted by numpy; longer ones by Arrow.
 MAX_WORDS_BYTES = 32
 
 #: A tie-breaker: an integer or boolean column, and whether it sorts descending.
 Column = tuple[Any, bool]
-
-
-def _offsets(keys: pa.Array) -> np.ndarray:
-    wide = pa.types.is_large_binary(keys.type)
-    return np.frombuffer(
-        keys.buffers()[1], np.int64 if wide else np.int32, len(keys) + 1,
-        keys.offset * (8 if wide else 4),
-    ).astype(np.int64)  # fmt: skip
 
 
 def _numbers(column: Any, descending: bool) -> np.ndarray:
@@ -63,15 +57,13 @@ def key_order(
     n = len(keys)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    offsets = _offsets(keys)
+    offsets = binary_offsets(keys)
     lengths = np.diff(offsets)
     longest = int(lengths.max())
     if longest > MAX_WORDS_BYTES or keys.null_count:
         return _arrow_order(keys, before, after)
     words = max(1, (longest + 7) // 8)
-    data = (
-        np.frombuffer(keys.buffers()[2], np.uint8) if keys.buffers()[2] else np.zeros(0, np.uint8)
-    )
+    data = binary_data(keys)
     matrix = np.zeros((n, words * 8), dtype=np.uint8)
     if longest and (lengths == longest).all():
         start = int(offsets[0])

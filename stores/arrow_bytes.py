@@ -9,6 +9,22 @@ import numpy as np
 import pyarrow as pa
 
 
+def binary_offsets(array: pa.Array) -> np.ndarray:
+    """The int64 value offsets of a binary array (binary or large binary), honouring its
+    slice: value ``i`` is ``binary_data(array)[offsets[i]:offsets[i + 1]]``."""
+    wide = pa.types.is_large_binary(array.type)
+    return np.frombuffer(
+        array.buffers()[1], np.int64 if wide else np.int32, len(array) + 1,
+        array.offset * (8 if wide else 4),
+    ).astype(np.int64)  # fmt: skip
+
+
+def binary_data(array: pa.Array) -> np.ndarray:
+    """A binary array's data buffer as uint8 (empty when it has none)."""
+    data = array.buffers()[2]
+    return np.zeros(0, np.uint8) if data is None else np.frombuffer(data, np.uint8)
+
+
 def varint_sizes(values: np.ndarray) -> np.ndarray:
     """Bytes of each value as an unsigned varint (LEB128; values in ``[0, 2**35)``). Kafka's
     zig-zag varint of a size ``n >= 0`` is the unsigned varint of ``2 * n``."""

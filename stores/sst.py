@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from stores.arrow_bytes import binary_from, varint_column
+from stores.arrow_bytes import binary_from, binary_offsets, varint_column
 
 #: Data block size target (RocksDB's ``block_size``; its default is 4 KiB). Larger blocks mean
 #: fewer checksum calls and index entries; a lookup decodes one block by binary search.
@@ -161,12 +161,7 @@ def _handle(offset: int, size: int) -> bytes:
 
 def _sizes(array: pa.Array) -> np.ndarray:
     """The byte length of each value of a binary array (int64)."""
-    wide = pa.types.is_large_binary(array.type)
-    offsets = np.frombuffer(
-        array.buffers()[1], np.int64 if wide else np.int32, len(array) + 1,
-        array.offset * (8 if wide else 4),
-    )  # fmt: skip
-    return np.diff(offsets).astype(np.int64)
+    return np.diff(binary_offsets(array))
 
 
 class _Table:
