@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from stores.errors import CorruptDataError
 
@@ -62,32 +61,34 @@ class ByteColumn:
         starts: np.ndarray[Any, Any],
         lengths: np.ndarray[Any, Any],
         nulls: np.ndarray[Any, Any] | None = None,
+        picks: np.ndarray[Any, Any] | None = None,
     ) -> pa.Array:
         """A large binary array of the byte ranges ``[starts[i], starts[i] + lengths[i])``,
-        which do not overlap."""
+        which do not overlap: element ``j`` is range ``picks[j]`` (default: every range once, in
+        order; a range may be picked any number of times), a null where ``nulls[j]``."""
         if len(lengths) and (lengths.min() < 0 or (starts + lengths).max() > len(self.data)):
             raise CorruptDataError("a snapshot row is shorter than its layout says")
+        n = len(lengths)
         ascending = bool(np.all(starts[1:] >= starts[:-1]))
         order = None if ascending else np.argsort(starts, kind="stable")
-        if order is not None:
-            starts, lengths = starts[order], lengths[order]
         # Over the same buffer, an array whose elements alternate between the gap before a
-        # range and the range itself; keeping every second element copies the ranges once.
-        bounds = np.empty(2 * len(lengths) + 1, dtype=np.int64)
+        # range and the range itself (ranges by address); one take of the ranges' elements
+        # copies each picked range once.
+        bounds = np.empty(2 * n + 1, dtype=np.int64)
         bounds[0] = 0
-        bounds[1::2] = starts
-        bounds[2::2] = starts + lengths
+        bounds[1::2] = starts if order is None else starts[order]
+        bounds[2::2] = bounds[1::2] + (lengths if order is None else lengths[order])
         interleaved = pa.LargeBinaryArray.from_buffers(
-            _BYTES, 2 * len(lengths), [None, pa.py_buffer(bounds), self.buffer]
+            _BYTES, 2 * n, [None, pa.py_buffer(bounds), self.buffer]
         )
-        every_second = np.zeros(2 * len(lengths), dtype=bool)
-        every_second[1::2] = True
-        array = interleaved.filter(pa.array(every_second))
+        element = np.arange(1, 2 * n, 2, dtype=np.int64)
         if order is not None:
-            array = array.take(pa.array(np.argsort(order)))
-        if nulls is not None and nulls.any():
-            array = pc.if_else(pa.array(nulls), pa.scalar(None, _BYTES), array)
-        return array
+            element[order] = element.copy()
+        if picks is not None:
+            element = element[picks]
+        if nulls is not None and not nulls.any():
+            nulls = None
+        return interleaved.take(pa.array(element, mask=nulls))
 
     def varints_at(self, positions: Ints) -> tuple[Ints, Ints]:
         """Kafka's ``ByteUtils.readVarint`` (zig-zag) at ``positions``: (values, sizes)."""

@@ -336,12 +336,20 @@ class CommitLog:
             )
         return ids
 
-    def latest_id(self) -> int:
+    def latest_id(self, known: int = 0) -> int:
         """The newest commit id, 0 if the store has none.
+
+        ``known``: a commit id known to exist (a read's pinned commit). When no record follows
+        it, it is the newest, found by one existence check instead of a listing of the whole
+        log (which each partition of a read would pay; the pin's listing checked the ids).
 
         Raises:
             StoreNotFoundError: the newest record drops the store.
         """
+        if known and not self.storage.exists(self.store_dir, COMMITS_DIR, record_name(known + 1)):
+            if self.read(known).operation == "drop":
+                raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
+            return known
         ids = self.ids()
         if ids and self.read(ids[-1]).operation == "drop":
             raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
@@ -446,7 +454,7 @@ class CommitLog:
         """
         if target <= applied:
             return RestorePlan(False, None, [])
-        latest = self.latest_id()  # checks the ids for gaps and the store for a drop
+        latest = self.latest_id(target)  # checks the store for a drop
         start = self.read(latest).history_start if latest else 1
         if target < start:
             raise self.expired(target)

@@ -198,7 +198,11 @@ def snapshot_runs(
     for family, keys, values in snapshot_batches(storage, store_dir, ref):
         pieces.setdefault(family, []).append((keys, values))
     for family, run in pieces.items():
-        yield family, pa.concat_arrays([k for k, _ in run]), pa.concat_arrays([v for _, v in run])
+        if len(run) == 1:  # one record batch: its arrays as they are, not copied
+            yield family, *run[0]
+        else:
+            keys, values = (pa.concat_arrays(list(arrays)) for arrays in zip(*run, strict=True))
+            yield family, keys, values
 
 
 def snapshot_batches(

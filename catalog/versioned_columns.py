@@ -29,7 +29,7 @@ for all rows at once with numpy (the layout is in ``stores.versioned_format``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -72,7 +72,7 @@ def versioned_read(
     retention: int,
     interval: int,
     *,
-    base: tuple[pa.Table, int] | None = None,
+    base: Base | None = None,
     as_of: int | None = None,
     all_versions: bool = False,
     time_from: int | None = None,
@@ -86,7 +86,7 @@ def versioned_read(
     records need the store itself (see the module doc). ``base``: a snapshot's records and
     stream time (``snapshot_records``), the state the commits apply to.
     """
-    prior, start_time = base if base is not None else (_WIDE.empty_table(), NO_TIMESTAMP)
+    prior, start_time, implied = base or Base(_WIDE.empty_table(), NO_TIMESTAMP, 0)
     tables = [prior.cast(_WIDE), *(t.select(_WIDE.names).cast(_WIDE) for t in commits)]
     rows = pa.concat_tables(tables).combine_chunks()  # as given; apply order is an index
     n = rows.num_rows
@@ -108,7 +108,9 @@ def versioned_read(
     rank[applied] = np.arange(n, dtype=np.int64)
     accepted = np.empty(n, dtype=bool)
     accepted[applied] = accepted_in_order
-    history = _history(rows.column("key"), stamps, puts, rank, np.flatnonzero(accepted))
+    history = _history(
+        rows.column("key"), stamps, puts, rank, np.flatnonzero(accepted), implied, prior.num_rows
+    )
     if history is None:
         return None
     rows_of, starts, ends, has_end = history
@@ -144,10 +146,21 @@ def versioned_read(
     )
 
 
-def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> tuple[pa.Table, int] | None:
-    """A versioned snapshot's rows as records (key, value, timestamp; ``_WIDE``; in no
-    particular order: no two share a key and time) and its stream time (see the module doc);
-    None if it holds column families the versioned store does not have."""
+class Base(NamedTuple):
+    """A snapshot's state as records (``snapshot_records``), for ``versioned_read``."""
+
+    records: pa.Table  #: key, value, timestamp (``_WIDE``)
+    stream_time: int
+    #: The first ``implied`` records are tombstones at an end no record of the snapshot may
+    #: start at (see the module doc); one that a record of the snapshot does start at is void.
+    implied: int
+
+
+def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> Base | None:
+    """A versioned snapshot's rows as records (in no particular order: no two share a key and
+    time, but for the ``implied`` tombstones first) and its stream time (see the module doc);
+    None if it holds column families the versioned store does not have. Keys and values are
+    cut out of the rows with one take each (``ByteColumn.slices``)."""
     if set(runs) - {"default", METADATA_CF}:
         return None
     stream_time = NO_TIMESTAMP
@@ -156,60 +169,32 @@ def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> tuple[pa.Tab
             if key == STREAM_TIME_KEY:
                 stream_time = int.from_bytes(value, "big", signed=True)
     if "default" not in runs or len(runs["default"][0]) == 0:
-        return _WIDE.empty_table(), stream_time
+        return Base(_WIDE.empty_table(), stream_time, 0)
     physical, raws = (ByteColumn(a) for a in runs["default"])
     prefixes = physical.longs_at(physical.starts)
     latest = prefixes == int.from_bytes(LATEST_PREFIX, "big", signed=True)
-    # Latest values: key after the prefix, timestamp then value.
-    rows_l = np.flatnonzero(latest)
-    latest_keys = physical.slices(physical.starts[rows_l] + TIMESTAMP_SIZE,
-                                  physical.lengths[rows_l] - TIMESTAMP_SIZE)  # fmt: skip
-    latest_stamps = raws.longs_at(raws.starts[rows_l])
-    latest_values = raws.slices(raws.starts[rows_l] + TIMESTAMP_SIZE,
-                                raws.lengths[rows_l] - TIMESTAMP_SIZE)  # fmt: skip
-    # Segment rows: every entry, newest first within its row (row_of: among ``rows_s``).
-    rows_s = np.flatnonzero(~latest)
+    # Latest rows hold a value (timestamp, then value); segment rows hold entries. Every row's
+    # key follows the 8-byte prefix of its physical key.
+    rows_l, rows_s = np.flatnonzero(latest), np.flatnonzero(~latest)
     row_of, valid_from, valid_to, value_at, size = _segment_entries(raws, rows_s)
-    segment_keys = physical.slices(physical.starts[rows_s] + TIMESTAMP_SIZE,
-                                   physical.lengths[rows_s] - TIMESTAMP_SIZE)  # fmt: skip
-    entry_keys = segment_keys.take(pa.array(row_of))
-    tombstone = size < 0
-    entry_values = raws.slices(value_at, np.maximum(size, 0), nulls=tombstone)
-    records = pa.table(
-        [
-            pa.concat_arrays([latest_keys, entry_keys]),
-            pa.concat_arrays([latest_values, entry_values]),
-            pa.array(np.concatenate([latest_stamps, valid_from]), _TIME),
-        ],
-        schema=_WIDE,
+    # Records: an implied tombstone at the end of each segment row's newest entry (the first
+    # ``len(rows_s)`` entries, see ``_segment_entries``), the latest values, every entry.
+    # Within a row each entry ends where the next one starts, so only a row's newest entry can
+    # end at a delete (Kafka files a delete only as the end of the version before it, or as a
+    # tombstone entry ending at the next).
+    implied = len(rows_s)
+    record_rows = np.concatenate([rows_s, rows_l, rows_s[row_of]])
+    keys = physical.slices(
+        physical.starts + TIMESTAMP_SIZE, physical.lengths - TIMESTAMP_SIZE, picks=record_rows
     )
-    # A row's end that no record of its key starts at is a delete (Kafka files a delete only
-    # as the end of the version before it, or as a tombstone entry ending at the next). Within
-    # a row each entry ends where the next one starts; only each row's newest entry can end
-    # at a delete: the first ``len(rows_s)`` entries (``_segment_entries``).
-    newest = np.arange(len(rows_s))
-    if not len(newest):
-        return records, stream_time
-    ends = pa.table(
-        [entry_keys.take(pa.array(newest)), pa.nulls(len(newest), _BYTES),
-         pa.array(valid_to[newest], _TIME)],
-        schema=_WIDE,
-    )  # fmt: skip
-    both = pa.concat_tables([records, ends]).combine_chunks()
-    implied = np.zeros(both.num_rows, dtype=bool)
-    implied[records.num_rows :] = True
-    order = key_order(
-        both.column("key"),
-        after=[(both.column("timestamp"), False), (implied, False)],
-    )
-    both, implied = both.take(pa.array(order)), implied[order]
-    keys, stamps = both.column("key").combine_chunks(), both.column("timestamp").to_numpy()
-    same = np.zeros(len(stamps), dtype=bool)
-    if len(stamps) > 1:
-        same[1:] = (stamps[1:] == stamps[:-1]) & pc.equal(
-            keys.slice(1), keys.slice(0, len(stamps) - 1)
-        ).to_numpy(zero_copy_only=False)
-    return both.filter(pa.array(~(implied & same))), stream_time
+    value_starts = np.concatenate([raws.starts[rows_l] + TIMESTAMP_SIZE, value_at])
+    value_sizes = np.concatenate([raws.lengths[rows_l] - TIMESTAMP_SIZE, np.maximum(size, 0)])
+    value_picks = np.concatenate([np.zeros(implied, np.int64), np.arange(len(value_sizes))])
+    no_value = np.concatenate([np.ones(implied, bool), np.zeros(len(rows_l), bool), size < 0])
+    values = raws.slices(value_starts, value_sizes, nulls=no_value, picks=value_picks)
+    stamps = np.concatenate([valid_to[:implied], raws.longs_at(raws.starts[rows_l]), valid_from])
+    records = pa.table([keys, values, pa.array(stamps, _TIME)], schema=_WIDE)
+    return Base(records, stream_time, implied)
 
 
 def _segment_entries(
@@ -259,12 +244,21 @@ def _apply_order(stamps: _Ints, puts: _Ints, sizes: list[int]) -> _Ints:
 
 
 def _history(
-    keys: pa.ChunkedArray | pa.Array, stamps: _Ints, puts: _Ints, rank: _Ints, rows: _Ints
+    keys: pa.ChunkedArray | pa.Array,
+    stamps: _Ints,
+    puts: _Ints,
+    rank: _Ints,
+    rows: _Ints,
+    implied: int = 0,
+    prior: int = 0,
 ) -> tuple[_Ints, _Ints, _Ints, _Ints] | None:
     """Per key, the last record applied at each time, among ``rows``, sorted by (key, time):
     their row indices, starts, each one's end (the key's next time) and whether it has one;
     None if a time of a key holds a tombstone and another record (Kafka's departure, see the
-    module doc). Only keys are copied (to compare neighbours), not values."""
+    module doc). Only keys are copied (to compare neighbours), not values.
+
+    Rows below ``implied`` are a snapshot's implied tombstones, applied first: one is void
+    where another of the snapshot's ``prior`` rows has its key and time (``Base``)."""
     picked = pa.array(rows)
     order = key_order(keys.take(picked), after=[(stamps[rows], False), (rank[rows], False)])
     rows = rows[order]
@@ -281,6 +275,12 @@ def _history(
         )
     tie = next_same.copy()
     tie[:-1] &= starts[:-1] == starts[1:]
+    if implied and tie.any():
+        # Sorted by rank within a time, an implied tombstone comes before the records there.
+        void = tie & (rows < implied)
+        void[:-1] &= rows[1:] < prior
+        if void.any():
+            rows, starts, next_same, tie = (a[~void] for a in (rows, starts, next_same, tie))
     if tie.any():
         # A group of records of one key and time: it must hold no tombstone.
         in_group = tie.copy()
@@ -300,4 +300,4 @@ def _segment_ids(stamps: _Ints, interval: int) -> _Ints:
     return np.where(stamps >= 0, quotient, -quotient)
 
 
-__all__ = ["RAW", "snapshot_records", "versioned_read"]
+__all__ = ["RAW", "Base", "snapshot_records", "versioned_read"]
