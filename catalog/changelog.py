@@ -36,6 +36,10 @@ CHANGELOG_DIR = "changelog"
 
 #: How changelog and snapshot files are written (see the module doc).
 IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+#: Rows per record batch of a changelog or snapshot file. A read takes a partition's rows as
+#: one table, and Arrow copies a table of several batches whole to make its columns
+#: contiguous; a file of one batch is read as it is. A batch holds at most this many.
+FILE_BATCH_ROWS = 1 << 20
 
 
 def write_changelog(
@@ -49,7 +53,7 @@ def write_changelog(
     """
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema, options=IPC_OPTIONS) as writer:
-        writer.write_table(table, max_chunksize=1 << 16)
+        writer.write_table(table, max_chunksize=FILE_BATCH_ROWS)
     data = sink.getvalue().to_pybytes()
     rel = changelog_path(partition, name)
     storage.write_bytes(data, store_dir, rel)

@@ -11,6 +11,13 @@ smaller length) about twice as fast. Longer keys go to Arrow.
 | one length, <= 32 bytes     | the data buffer viewed as rows, copied to words  |
 | mixed lengths, <= 32 bytes  | rows gathered into a zeroed matrix, then words   |
 | any longer than 32 bytes    | ``pyarrow.compute.sort_indices``                   |
+
+A window or session store's key is the record key followed by big-endian numbers (window
+start and sequence number; session end and start). When the record keys are of one length,
+those bytes order as the numbers do, so they are sorted as numbers (``suffix``) and no store
+key is built; otherwise the store keys are joined as bytes. ``key_runs`` also says where each
+run of equal store keys starts, from the same columns (no keys are taken and compared). A
+column holding one value is left out of the sort: numpy's lexsort makes a pass per column.
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ MAX_WORDS_BYTES = 32
 
 #: A tie-breaker: an integer or boolean column, and whether it sorts descending.
 Column = tuple[Any, bool]
+#: Fields appended to each key, as its store key has them: integers and their width in bytes
+#: (big-endian).
+Suffix = tuple[Any, int]
 
 
 def _numbers(column: Any, descending: bool) -> np.ndarray:
@@ -46,22 +56,54 @@ def key_order(
     keys: pa.Array | pa.ChunkedArray,
     before: Sequence[Column] = (),
     after: Sequence[Column] = (),
+    suffix: Sequence[Suffix] = (),
 ) -> np.ndarray:
-    """Row indices (int64) in order of ``before`` columns, then key bytes, then ``after``
-    columns; stable. ``keys`` is binary without nulls.
+    """Row indices (int64) in order of ``before`` columns, then the bytes of each key followed
+    by its ``suffix`` fields, then ``after`` columns; stable. ``keys`` is binary without nulls.
     """
+    return _sort(keys, before, after, suffix, runs=False)[0]
+
+
+def key_runs(
+    keys: pa.Array | pa.ChunkedArray,
+    before: Sequence[Column] = (),
+    after: Sequence[Column] = (),
+    suffix: Sequence[Suffix] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """``key_order``'s order, and for each of its positions whether the row there starts a run
+    of rows equal in ``before`` columns, key bytes and suffix (``after`` columns only order a
+    run): the rows of one store key, which a stable sort keeps in their given order."""
+    order, first = _sort(keys, before, after, suffix, runs=True)
+    assert first is not None
+    return order, first
+
+
+def _sort(
+    keys: pa.Array | pa.ChunkedArray,
+    before: Sequence[Column],
+    after: Sequence[Column],
+    suffix: Sequence[Suffix],
+    runs: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks() if keys.num_chunks else pa.array([], keys.type)
     if pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type):
         keys = keys.cast(pa.large_binary() if pa.types.is_large_string(keys.type) else pa.binary())
     n = len(keys)
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
     offsets = binary_offsets(keys)
     lengths = np.diff(offsets)
+    if suffix and (lengths != lengths[0]).any():
+        # Keys of mixed lengths: a suffix's bytes are compared with other keys' bytes, so the
+        # store keys are built. (Of one length, a suffix orders like the numbers after it.)
+        keys, suffix = joined(keys, suffix), ()
+        offsets = binary_offsets(keys)
+        lengths = np.diff(offsets)
     longest = int(lengths.max())
     if longest > MAX_WORDS_BYTES or keys.null_count:
-        return _arrow_order(keys, before, after)
+        keys = joined(keys, suffix) if suffix else keys
+        return _arrow_order(keys, before, after, runs)
     words = max(1, (longest + 7) // 8)
     data = binary_data(keys)
     matrix = np.zeros((n, words * 8), dtype=np.uint8)
@@ -73,16 +115,58 @@ def key_order(
         within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         matrix[row, within] = data[offsets[:-1][row] + within]
     columns = matrix.view(">u8")
-    # lexsort: the last column is the primary one.
-    sort_by = [_numbers(c, d) for c, d in reversed(after)]
+    # The columns that identify a row's store key, most significant first: ``before``, the
+    # key's words, its length, the suffix. One of a single value orders nothing and tells no
+    # rows apart; each costs lexsort a pass, so it is left out.
+    head = [_numbers(c, d) for c, d in before]
+    identity = [columns[:, j] for j in range(words)]
     if (lengths != longest).any():
-        sort_by.append(lengths)
-    sort_by += [columns[:, j] for j in reversed(range(words))]
-    sort_by += [_numbers(c, d) for c, d in reversed(before)]
-    return np.lexsort(sort_by).astype(np.int64)
+        identity.append(lengths)
+    identity += [_unsigned(values, width) for values, width in suffix]
+    head, identity = [c for c in head if _varies(c)], [c for c in identity if _varies(c)]
+    # lexsort: the last column is the primary one.
+    sort_by = [_numbers(c, d) for c, d in reversed(after)] + identity[::-1] + head[::-1]
+    order = np.lexsort(sort_by or [np.zeros(n, dtype=np.int8)]).astype(np.int64)
+    if not runs:
+        return order, None
+    first = np.ones(n, dtype=bool)
+    if n > 1:
+        first[1:] = False
+        for column in head + identity:  # (a descending ``before`` column: its complement)
+            ordered = column[order]
+            first[1:] |= ordered[1:] != ordered[:-1]
+    return order, first
 
 
-def _arrow_order(keys: pa.Array, before: Sequence[Column], after: Sequence[Column]) -> np.ndarray:
+def _varies(column: np.ndarray) -> bool:
+    return bool(column[0] != column[-1] or column.min() != column.max())
+
+
+def _unsigned(values: Any, width: int) -> np.ndarray:
+    """Integers as the unsigned numbers their big-endian ``width`` bytes are (two's
+    complement): their byte order."""
+    values = np.asarray(values).astype(np.int64)
+    if width == 8:
+        return values.view(np.uint64)
+    return (values & ((1 << (8 * width)) - 1)).astype(np.uint64)
+
+
+def joined(keys: pa.Array, suffix: Sequence[Suffix]) -> pa.Array:
+    """``key + suffix`` per row (large binary), each suffix field a big-endian integer of its
+    width: a store's binary keys (``window_format``, ``session_format``)."""
+    parts = [keys.cast(pa.large_binary())]
+    for values, width in suffix:
+        raw = np.asarray(values).astype(f">i{width}").tobytes()
+        fixed = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(width), len(values), [None, pa.py_buffer(raw)]
+        )
+        parts.append(fixed.cast(pa.large_binary()))
+    return pc.binary_join_element_wise(*parts, pa.scalar(b"", pa.large_binary()))
+
+
+def _arrow_order(
+    keys: pa.Array, before: Sequence[Column], after: Sequence[Column], runs: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
     columns: dict[str, Any] = {}
     sort_keys = []
     for i, (column, descending) in enumerate(before):
@@ -93,4 +177,17 @@ def _arrow_order(keys: pa.Array, before: Sequence[Column], after: Sequence[Colum
     for i, (column, descending) in enumerate(after):
         columns[f"a{i}"] = _numbers(column, False)
         sort_keys.append((f"a{i}", "descending" if descending else "ascending"))
-    return pc.sort_indices(pa.table(columns), sort_keys=sort_keys).to_numpy().astype(np.int64)
+    table = pa.table(columns)
+    order = pc.sort_indices(table, sort_keys=sort_keys).to_numpy().astype(np.int64)
+    if not runs:
+        return order, None
+    n = len(order)
+    first = np.ones(n, dtype=bool)
+    if n > 1:
+        first[1:] = False
+        for name in ["key", *(f"b{i}" for i in range(len(before)))]:
+            ordered = table.column(name).take(pa.array(order)).combine_chunks()
+            first[1:] |= pc.not_equal(ordered.slice(1), ordered.slice(0, n - 1)).to_numpy(
+                zero_copy_only=False
+            )
+    return order, first

@@ -5,9 +5,9 @@ after the commits' puts is a function of the records alone:
 
 | step | rule (Kafka's ``AbstractRocksDBSegmentedBytesStore``) | computed as |
 |---|---|---|
-| apply order | commits in order; a commit's rows by window start (windows) or session end (sessions) | a stable sort per commit, as an index |
-| stream time | the largest segment time put (window start, session end); a window store retaining duplicates skips deletes before they reach it | a maximum |
-| state | per store key (key, window start and sequence number; key, session end and start) the last write, a null value deleting it; with duplicates every put its own sequence number | one sort (store key, last write first) |
+| apply order | commits in order; a commit's rows by window start (windows) or session end (sessions) | not needed as such: a store key's writes share that time, so their row order is their apply order (a stable sort per commit only numbers duplicates) |
+| stream time | the largest segment time put (window start, session end); a window store retaining duplicates skips deletes before they reach it | per commit, a maximum: a row meets the larger of its time and the stream time before its commit |
+| state | per store key (key, window start and sequence number; key, session end and start) the last write, a null value deleting it; with duplicates every put its own sequence number | one stable sort by store key (``key_sort.key_runs``: key bytes, then the suffix as numbers), the last row of each run |
 | expiry | a row whose segment is dead when it arrives is dropped, and dead segments are deleted; a scan starts at stream time minus retention plus 1 (Kafka's ``actualFrom``), which every dropped or deleted row lies below | a filter at the end |
 | order | segment by segment, then by store key bytes (windows); by store key bytes (sessions) | the same sort, on store keys built in Arrow |
 
@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn, value_columns
-from catalog.key_sort import key_order
+from catalog.key_sort import key_runs
 from stores._window_bulk import EXPIRED_SEGMENT_WARNING
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.segments import PREFIX_SIZE as _PREFIX
@@ -58,36 +58,39 @@ def window_read(
     extra = (["timestamp"] if timestamped else []) + (["headers"] if headers else [])
     names = ["key", "value", "window_start", *extra]
     base = base or SpanBase.empty(names)
-    rows, applied = _concat(base, commits, names, "window_start")
+    rows, sizes = _concat(base, commits, names)
     retention, size = params["retention_ms"], params["window_size_ms"]
     interval = params["segment_interval_ms"]
     written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
     starts = rows.column("window_start").to_numpy()
     n_base = base.rows.num_rows
-    tail = applied[n_base:]
+    seen = np.ones(rows.num_rows, dtype=bool)  # the rows that reach the store
+    present: np.ndarray[Any, Any] | None = None  # their indices, when not all of them
     seqnums = np.zeros(rows.num_rows, dtype=np.int64)
     if params.get("retain_duplicates"):
-        tail = tail[written[tail]]  # Kafka: no deletes of duplicates; they never reach the store
+        # Kafka: no deletes of duplicates (they never reach the store); each put its own
+        # sequence number, in apply order.
+        seen[n_base:] = written[n_base:]
+        tail = _apply_order(starts, sizes)[n_base:]
+        tail = tail[seen[tail]]
         if base.last_seqnum + len(tail) > MAX_SEQNUM:
             return None
         seqnums[:n_base] = base.seqnums
         seqnums[tail] = np.arange(1, len(tail) + 1, dtype=np.int64) + base.last_seqnum
-    stream_time = _stream_time(starts[tail], retention, interval, "window", base.stream_time)
-    present = np.concatenate([applied[:n_base], tail])  # the rows the store saw, in order
-    # One sort: segment, then store key bytes (Kafka's scan order; a store key's writes are
-    # adjacent), the last write of each store key first.
-    store_keys = _store_keys(
-        rows.column("key").take(pa.array(present)),
-        [(starts[present], 8), (seqnums[present], 4)],
+        present = np.flatnonzero(seen)
+    stream_time = _stream_time(starts, seen, sizes, retention, interval, "window", base.stream_time)
+    # One sort: segment, then store key bytes (Kafka's scan order). It is stable and a store
+    # key's writes share a window start, so they stay in apply order: the last one wins.
+    at = slice(None) if present is None else present
+    keys = rows.column("key") if present is None else rows.column("key").take(pa.array(present))
+    order, first = key_runs(
+        keys,
+        before=[(_segment_ids(starts[at], interval), False)],
+        suffix=[(starts[at], 8), (seqnums[at], 4)],
     )
-    order = pa.array(
-        key_order(
-            store_keys,
-            before=[(_segment_ids(starts[present], interval), False)],
-            after=[(np.arange(len(present), dtype=np.int64), True)],
-        )
-    )
-    winners = present[order.to_numpy()][_run_starts(store_keys.take(order))]
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = first[1:]
+    winners = order[last] if present is None else present[order[last]]
     low = max(0 if time_from is None else time_from, stream_time - retention + 1)
     high = MAX_LONG if time_to is None else time_to
     final = winners[written[winners] & (starts[winners] >= low) & (starts[winners] <= high)]
@@ -118,19 +121,19 @@ def session_read(
     extra = ["headers"] if params.get("headers") else []
     names = ["key", "value", "session_start", "session_end", *extra]
     base = base or SpanBase.empty(names)
-    rows, applied = _concat(base, commits, names, "session_end")
+    rows, sizes = _concat(base, commits, names)
     ends = rows.column("session_end").to_numpy()
     starts = rows.column("session_start").to_numpy()
     stream_time = _stream_time(
-        ends[applied[base.rows.num_rows :]], params["retention_ms"],
+        ends, np.ones(len(ends), dtype=bool), sizes, params["retention_ms"],
         params["segment_interval_ms"], "session", base.stream_time,
     )  # fmt: skip
-    rank = np.empty(rows.num_rows, dtype=np.int64)
-    rank[applied] = np.arange(rows.num_rows, dtype=np.int64)
-    # One sort: store key bytes (Kafka's order across segments), the last write first.
-    store_keys = _store_keys(rows.column("key"), [(ends, 8), (starts, 8)])
-    order = pa.array(key_order(store_keys, after=[(rank, True)]))
-    winners = order.to_numpy()[_run_starts(store_keys.take(order))]
+    # One sort: store key bytes (Kafka's order across segments). It is stable and a store
+    # key's writes share a session end, so they stay in apply order: the last one wins.
+    order, first = key_runs(rows.column("key"), suffix=[(ends, 8), (starts, 8)])
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = first[1:]
+    winners = order[last]
     written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
     keep = written[winners] & (ends[winners] >= max(0, stream_time - params["retention_ms"] + 1))
     if time_from is not None:
@@ -222,68 +225,69 @@ def _metadata(
 
 
 def _concat(
-    base: SpanBase, commits: list[pa.Table], names: list[str], time: str
-) -> tuple[pa.Table, np.ndarray[Any, Any]]:
+    base: SpanBase, commits: list[pa.Table], names: list[str]
+) -> tuple[pa.Table, list[int]]:
     """The snapshot's rows and every commit's, as given (keys, values and headers as large
-    binaries), and the order the store applies them in: the snapshot's first, then each
-    commit's by ``time``, stable (``kinds._base.time_order``)."""
+    binaries; one part alone is not copied), and the number of rows of each part."""
     schema = pa.schema([pa.field(n, _TIME if n in _TIMES else _BYTES) for n in names])
     parts = [base.rows.select(names).cast(schema), *(t.select(names).cast(schema) for t in commits)]
-    rows = pa.concat_tables(parts).combine_chunks()
-    order, offset = [np.arange(parts[0].num_rows, dtype=np.int64)], parts[0].num_rows
-    for part in parts[1:]:
-        times = part.column(time).to_numpy()
-        order.append(np.argsort(times, kind="stable").astype(np.int64) + offset)
-        offset += part.num_rows
-    return rows, np.concatenate(order)
+    rows = pa.concat_tables([p for p in parts if p.num_rows] or parts[:1]).combine_chunks()
+    return rows, [p.num_rows for p in parts]
 
 
-def _run_starts(sorted_keys: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
-    """Where each run of equal values starts in a sorted array, as a mask."""
-    if isinstance(sorted_keys, pa.ChunkedArray):
-        sorted_keys = sorted_keys.combine_chunks()
-    n = len(sorted_keys)
-    first = np.ones(n, dtype=bool)
-    if n > 1:
-        first[1:] = pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, n - 1)).to_numpy(
-            zero_copy_only=False
-        )
-    return first
+def _apply_order(times: np.ndarray[Any, Any], sizes: list[int]) -> np.ndarray[Any, Any]:
+    """Row indices in the order the store applies them: the snapshot's (the first part) as
+    they are, then each commit's by segment ``times``, stable (``kinds._base.time_order``)."""
+    order, offset = [np.arange(sizes[0], dtype=np.int64)], sizes[0]
+    for size in sizes[1:]:
+        part = times[offset : offset + size]
+        order.append(np.argsort(part, kind="stable").astype(np.int64) + offset)
+        offset += size
+    return np.concatenate(order)
 
 
 def _stream_time(
-    times: np.ndarray[Any, Any], retention: int, interval: int, kind: str, start: int
+    times: np.ndarray[Any, Any],
+    seen: np.ndarray[Any, Any],
+    sizes: list[int],
+    retention: int,
+    interval: int,
+    kind: str,
+    start: int,
 ) -> int:
-    """The store's stream time after ``times`` (segment times in apply order) from ``start``;
-    logs Kafka's warning for the records dropped on arrival, as the store's bulk put does."""
-    if not len(times):
-        return start
-    reached = np.maximum.accumulate(np.maximum(times, start))
-    dropped = int((_java_div(times, interval) < _java_div(reached - retention, interval)).sum())
+    """The store's stream time after the commits (``sizes[1:]`` rows each after the snapshot's
+    ``sizes[0]``) of segment ``times`` put (where ``seen``) from ``start``; logs Kafka's warning
+    for the records dropped on arrival, as the store's bulk put does.
+
+    A commit applies its rows in time order, so when a row arrives every row of its commit
+    before it has a time no later than its own: the stream time it meets is the larger of its
+    time and the stream time before the commit. No sort is needed."""
+    reached, dropped, offset = start, 0, sizes[0]
+    for size in sizes[1:]:
+        part = times[offset : offset + size][seen[offset : offset + size]]
+        offset += size
+        if not len(part):
+            continue
+        met = np.maximum(part, reached)
+        # Dropped: its segment is older than the oldest live one. Only a row older than the
+        # retention can be (segments are monotonic in time), so only those are divided.
+        old = part < met - retention
+        if old.any():
+            dropped += int(
+                (_java_div(part[old], interval) < _java_div(met[old] - retention, interval)).sum()
+            )
+        reached = int(met.max())
     if dropped:
         logging.getLogger(f"stores.{kind}").warning(
             "%s (%d records)", EXPIRED_SEGMENT_WARNING, dropped
         )
-    return int(reached[-1])
+    return reached
 
 
 def _java_div(values: np.ndarray[Any, Any], interval: int) -> np.ndarray[Any, Any]:
     """``stores.segments.segment_id`` over an array (Java's truncating division)."""
     quotient = np.abs(values) // interval
     return np.where(values >= 0, quotient, -quotient)
-
-
-def _store_keys(keys: pa.Array, suffixes: list[tuple[np.ndarray[Any, Any], int]]) -> pa.Array:
-    """``key + suffix`` per row, each suffix a big-endian integer of the given width: the
-    store's binary keys (``window_format``, ``session_format``), for ordering and identity."""
-    parts = [keys.cast(_BYTES)]
-    for values, width in suffixes:
-        raw = values.astype(f">i{width}").tobytes()
-        fixed = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(width), len(values), [None, pa.py_buffer(raw)]
-        )
-        parts.append(fixed.cast(_BYTES))
-    return pc.binary_join_element_wise(*parts, pa.scalar(b"", _BYTES))
 
 
 def _segment_ids(stamps: np.ndarray[Any, Any], interval: int) -> pa.Array:

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn
-from catalog.key_sort import key_order
+from catalog.key_sort import key_runs
 from stores.errors import CorruptDataError
 from stores.versioned_format import (
     LATEST_PREFIX,
@@ -259,20 +259,17 @@ def _history(
 
     Rows below ``implied`` are a snapshot's implied tombstones, applied first: one is void
     where another of the snapshot's ``prior`` rows has its key and time (``Base``)."""
-    picked = pa.array(rows)
-    order = key_order(keys.take(picked), after=[(stamps[rows], False), (rank[rows], False)])
+    everything = len(rows) == len(stamps)  # then ``rows`` is every index, ascending
+    order, first = key_runs(
+        keys if everything else keys.take(pa.array(rows)),
+        after=[(stamps[rows], False), (rank[rows], False)],
+    )
     rows = rows[order]
     n = len(rows)
-    sorted_keys = keys.take(pa.array(rows))
-    if isinstance(sorted_keys, pa.ChunkedArray):
-        sorted_keys = sorted_keys.combine_chunks()
     starts = stamps[rows]
     # next_same[i]: row i + 1 is of the same key (the last row has no next).
     next_same = np.zeros(n, dtype=bool)
-    if n > 1:
-        next_same[:-1] = pc.equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1)).to_numpy(
-            zero_copy_only=False
-        )
+    next_same[:-1] = ~first[1:]
     tie = next_same.copy()
     tie[:-1] &= starts[:-1] == starts[1:]
     if implied and tie.any():

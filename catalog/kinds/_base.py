@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.key_sort import key_order
+from catalog.key_sort import key_runs
 from stores.errors import InvalidOptionError
 from stores.query import Query
 from stores.records import UNKNOWN_TIMESTAMP
@@ -257,12 +257,10 @@ def last_per_key(table: pa.Table) -> pa.Table:
     if n == 0:
         return table
     # Stable: a key's rows stay in write order, so the last of each run of equal keys wins.
-    order = pa.array(key_order(table.column("key")))
-    keys = pc.take(table.column("key"), order).combine_chunks()
+    order, first = key_runs(table.column("key"))
     last = np.ones(n, dtype=bool)
-    if n > 1:
-        last[:-1] = pc.not_equal(keys.slice(0, n - 1), keys.slice(1)).to_numpy(zero_copy_only=False)
-    latest = table.take(pc.filter(order, pa.array(last)))
+    last[:-1] = first[1:]
+    latest = table.take(pa.array(order[last]))
     return latest.filter(pc.is_valid(latest.column("value")))
 
 

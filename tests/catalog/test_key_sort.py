@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 from hypothesis import given
 from hypothesis import strategies as st
 
-from catalog.key_sort import MAX_WORDS_BYTES, key_order
+from catalog.key_sort import MAX_WORDS_BYTES, key_order, key_runs
 
 # Few distinct bytes and lengths around the word borders, so that ties and prefixes are common.
 _KEY = st.binary(max_size=MAX_WORDS_BYTES + 3).map(lambda b: bytes(x % 3 for x in b))
@@ -53,3 +53,46 @@ def test_key_order_of_one_length_from_a_slice(keys: list[bytes], cut: int) -> No
 def test_key_order_strings_and_empty() -> None:
     assert key_order(pa.array(["b", "", "a", "ab"])).tolist() == [1, 2, 3, 0]
     assert key_order(pa.array([], pa.binary())).tolist() == []
+
+
+# Keys of one length (the suffix as numbers) or several (store keys built); suffix fields
+# of either sign (their two's complement bytes order them).
+_SUFFIXED = st.lists(
+    st.tuples(_KEY, st.integers(-(2**63), 2**63 - 1), st.integers(-(2**31), 2**31 - 1),
+              st.integers(0, 3), st.booleans()),
+    max_size=60,
+)  # fmt: skip
+
+
+@given(_SUFFIXED, st.booleans(), st.booleans(), st.sampled_from([0, 5, MAX_WORDS_BYTES + 1]))
+def test_key_runs_order_store_keys_as_their_bytes(
+    rows: list[tuple[bytes, int, int, int, bool]], before: bool, few: bool, length: int
+) -> None:
+    """The order of ``key + big-endian suffix`` bytes (then ``after``), stable; a run starts
+    where ``before``, the key or the suffix changes."""
+    if length:  # one length, below or above the words limit
+        rows = [((k * length)[:length].ljust(length, b"\0"), *rest) for k, *rest in rows]
+    if few:  # ties in the suffix too
+        rows = [(k, a % 3 - 1, b % 2, n, f) for k, a, b, n, f in rows]
+    keys = pa.array([r[0] for r in rows], pa.binary())
+    longs = np.array([r[1] for r in rows], dtype=np.int64)
+    ints = np.array([r[2] for r in rows], dtype=np.int64)
+    numbers = np.array([r[3] for r in rows], dtype=np.int64)
+    flags = np.array([r[4] for r in rows], dtype=bool)
+    store_keys = [k + a.to_bytes(8, "big", signed=True) + b.to_bytes(4, "big", signed=True)
+                  for k, a, b, _, _ in rows]  # fmt: skip
+    identity = [((f,) if before else ()) + (s,) for s, (*_, f) in zip(store_keys, rows)]
+    expected = sorted(range(len(rows)), key=lambda i: (*identity[i], numbers[i]))
+    order, first = key_runs(
+        keys,
+        before=[(flags, False)] if before else (),
+        after=[(numbers, False)],
+        suffix=[(longs, 8), (ints, 4)],
+    )
+    assert order.tolist() == expected
+    assert first.tolist() == [
+        j == 0 or identity[expected[j]] != identity[expected[j - 1]] for j in range(len(rows))
+    ]
+    assert key_order(keys, suffix=[(longs, 8), (ints, 4)]).tolist() == sorted(
+        range(len(rows)), key=lambda i: store_keys[i]
+    )

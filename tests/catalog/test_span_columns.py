@@ -6,6 +6,10 @@ order are what Kafka's segmented store in RocksDB scans."""
 from __future__ import annotations
 
 import itertools
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -60,28 +64,50 @@ def _scans(times: list[int]) -> list[Scan]:
             *(Scan(time_from=a, time_to=b) for a, b in itertools.pairwise(bounds))]  # fmt: skip
 
 
+@contextmanager
+def _dropped(kind: StoreKind) -> Iterator[list[int]]:
+    """The records Kafka's expired-segment warnings count, logged meanwhile for ``kind``."""
+    counts: list[int] = []
+
+    class Count(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            found = re.search(r"\((\d+) records\)", record.getMessage())
+            counts.append(int(found.group(1)) if found else 1)
+
+    logger, handler = logging.getLogger(f"stores.{kind.name}"), Count(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        yield counts
+    finally:
+        logger.removeHandler(handler)
+
+
 def _store_scan(
     kind: StoreKind,
     params: dict[str, Any],
     tables: list[pa.Table],
     scans: list[Scan],
     snapshot_after: int | None = None,
-) -> tuple[list[list[dict[str, Any]]], dict[str, tuple[pa.Array, pa.Array]]]:
-    """Each scan of a store built from ``tables``, and (``snapshot_after``: once that many
-    were applied) the store's rows dumped as a compaction does, by column family."""
+) -> tuple[list[list[dict[str, Any]]], dict[str, tuple[pa.Array, pa.Array]], int]:
+    """Each scan of a store built from ``tables``, (``snapshot_after``: once that many were
+    applied) the store's rows dumped as a compaction does, by column family, and the records
+    the store dropped as expired after it."""
     families = kind.column_families(params)
     db = RocksDBBytesStore(str(_ROOT / f"s{next(_COUNTER)}"), families)
     runs: dict[str, tuple[pa.Array, pa.Array]] = {}
+    dropped = 0
     try:
         store = kind.open(db, params)
         for n, table in enumerate(tables):
             if n == snapshot_after:
                 runs = _runs(db, families)
-            kind.apply(store, table, params)
+            with _dropped(kind) as counts:
+                kind.apply(store, table, params)
+            dropped += sum(counts) if snapshot_after is None or n >= snapshot_after else 0
         if snapshot_after == len(tables):
             runs = _runs(db, families)
         scanned = [[r for b in kind.scan(store, s, params) for r in b.to_pylist()] for s in scans]
-        return scanned, runs
+        return scanned, runs, dropped
     finally:
         db.close()
 
@@ -123,12 +149,14 @@ def test_window_scans_equal_the_store(params: dict[str, Any], data: st.DataObjec
         tables.append(pa.table(columns))
     scans = _scans([r[2] for c in commits for r in c])
     cut = data.draw(st.integers(0, len(tables)))  # a snapshot after the first ``cut`` commits
-    expected_scans, runs = _store_scan(WINDOW, params, tables, scans, cut)
+    expected_scans, runs, dropped = _store_scan(WINDOW, params, tables, scans, cut)
     base = window_base(runs, params, WINDOW.column_families(params)) if runs else None
     for scan, expected in zip(scans, expected_scans):
-        computed = window_read(tables[cut:], params, scan.time_from, scan.time_to, base)
+        with _dropped(WINDOW) as counts:
+            computed = window_read(tables[cut:], params, scan.time_from, scan.time_to, base)
         assert computed is not None
         assert computed.to_pylist() == expected, scan
+        assert sum(counts) == dropped  # the store's warning, with its count
 
 
 @SETTINGS
@@ -147,12 +175,14 @@ def test_session_scans_equal_the_store(params: dict[str, Any], data: st.DataObje
         tables.append(pa.table(columns))
     scans = _scans([r[2] for c in commits for r in c])
     cut = data.draw(st.integers(0, len(tables)))
-    expected_scans, runs = _store_scan(SESSION, params, tables, scans, cut)
+    expected_scans, runs, dropped = _store_scan(SESSION, params, tables, scans, cut)
     base = session_base(runs, params, SESSION.column_families(params)) if runs else None
     for scan, expected in zip(scans, expected_scans):
-        computed = session_read(tables[cut:], params, scan.time_from, scan.time_to, base)
+        with _dropped(SESSION) as counts:
+            computed = session_read(tables[cut:], params, scan.time_from, scan.time_to, base)
         assert computed is not None
         assert computed.to_pylist() == expected, scan
+        assert sum(counts) == dropped  # the store's warning, with its count
 
 
 def test_duplicates_after_a_snapshot_continue_its_sequence_numbers() -> None:
@@ -166,10 +196,10 @@ def test_duplicates_after_a_snapshot_continue_its_sequence_numbers() -> None:
                 "value": pa.array([v]),
                 "window_start": pa.array([10], pa.int64()),
             }
-        )  # fmt: skip
+        )
         for v in (b"old", b"new")
     )
-    (expected,), runs = _store_scan(WINDOW, params, [first, second], [Scan()], snapshot_after=1)
+    (expected,), runs, _ = _store_scan(WINDOW, params, [first, second], [Scan()], snapshot_after=1)
     assert [r["value"] for r in expected] == [b"old", b"new"]  # both kept, in put order
     base = window_base(runs, params, WINDOW.column_families(params))
     computed = window_read([second], params, None, None, base)
