@@ -7,7 +7,7 @@ scan from columns alone). One subclass per kind, one module each; the registry i
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, ClassVar, Literal
@@ -250,14 +250,15 @@ def segment_interval(given: dict[str, Any], default: int) -> int:
     return segment
 
 
-def last_per_key(table: pa.Table) -> pa.Table:
-    """The last row of each key (rows in write order), tombstones dropped, sorted by key bytes:
-    a key-value store's state, computed with one sort instead of a RocksDB round trip."""
+def last_per_key(table: pa.Table, after: Sequence[tuple[Any, bool]] = ()) -> pa.Table:
+    """The last row of each key (rows in write order, or in ``after`` order, then write order,
+    among a key's rows), tombstones dropped, sorted by key bytes: a key-value store's state,
+    computed with one sort instead of a RocksDB round trip."""
     n = table.num_rows
     if n == 0:
         return table
     # Stable: a key's rows stay in write order, so the last of each run of equal keys wins.
-    order, first = key_runs(table.column("key"))
+    order, first = key_runs(table.column("key"), after=after)
     last = np.ones(n, dtype=bool)
     last[:-1] = first[1:]
     latest = table.take(pa.array(order[last]))

@@ -137,11 +137,14 @@ class TimestampedKind(StoreKind):
             columns = value_columns(ByteColumn(raws), timestamped=True, headers=layout.headers)
             columns["key"] = keys
             parts.append(pa.table([columns[n] for n in names], names=names).cast(wide))
-        parts += [time_order(t.select(names), "timestamp").cast(wide) for t in commits]
+        parts += [t.select(names).cast(wide) for t in commits]
         if not parts:
             return wide.empty_table()
-        # Kafka's timestamped store overwrites on every put: in apply order, the last write wins.
-        return last_per_key(pa.concat_tables(parts))
+        # Kafka's timestamped store overwrites on every put: in apply order (the snapshot's
+        # rows, then commit by commit, each by timestamp: ``apply``), the last write wins.
+        part = np.repeat(np.arange(len(parts)), [p.num_rows for p in parts])
+        rows = pa.concat_tables([p for p in parts if p.num_rows] or parts[:1])
+        return last_per_key(rows, after=[(part, False), (rows.column("timestamp"), False)])
 
 
 TIMESTAMPED = TimestampedKind()
