@@ -261,8 +261,9 @@ def last_per_key(table: pa.Table, after: Sequence[tuple[Any, bool]] = ()) -> pa.
     order, first = key_runs(table.column("key"), after=after)
     last = np.ones(n, dtype=bool)
     last[:-1] = first[1:]
-    latest = table.take(pa.array(order[last]))
-    return latest.filter(pc.is_valid(latest.column("value")))
+    winners = order[last]
+    live = pc.is_valid(table.column("value")).to_numpy(zero_copy_only=False)
+    return table.take(pa.array(winners[live[winners]]))  # one copy, tombstones left out
 
 
 def row_batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
