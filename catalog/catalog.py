@@ -141,12 +141,8 @@ class Catalog:
                 closest match).
             CorruptDataError: the store's records fail their checks.
         """
-        check_store_name(name)
-        log = CommitLog(self.storage, name)
-        try:
-            log.first()
-            latest = log.latest_id()  # a dropped store is not found
-        except StoreNotFoundError:
+        table = self.find(name)
+        if table is None:
             existing = self.list()
             close = difflib.get_close_matches(name, existing, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -154,6 +150,22 @@ class Catalog:
                 f"store {name!r} does not exist under {self.root}; existing: "
                 f"{', '.join(existing) or 'none'}{hint}"
             ) from None
+        return table
+
+    def find(self, name: str) -> StoreTable | None:
+        """Open a store by name as ``load`` does; None if there is none (or it was dropped),
+        without listing the other stores for an error message (a write that creates one).
+
+        Raises:
+            CorruptDataError: the store's records fail their checks.
+        """
+        check_store_name(name)
+        log = CommitLog(self.storage, name)
+        try:
+            log.first()
+            latest = log.latest_id()  # a dropped store is not found
+        except StoreNotFoundError:
+            return None
         return StoreTable.at(self, log, latest)
 
     def new_spec(

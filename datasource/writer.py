@@ -223,8 +223,8 @@ class StateStoreWriter(DataSourceArrowWriter):
         replaces_spec = False
         base_id = 0
         spec_commit = 1
-        try:
-            existing = catalog.load(options.store)
+        existing = catalog.find(options.store)
+        if existing is not None:
             spec = existing.spec
             base_id = existing.log.latest_id()
             spec_commit = existing.spec_commit
@@ -234,7 +234,7 @@ class StateStoreWriter(DataSourceArrowWriter):
                 spec = spec if replaces_spec else existing.spec
             else:
                 check_creation_options(options, existing)
-        except StoreNotFoundError:
+        else:
             creates = True
             spec = catalog.new_spec(
                 options.store,

@@ -40,6 +40,10 @@ def test_create_list_describe_drop(catalog: Catalog) -> None:
     assert catalog.list() == ["fx"]
     with pytest.raises(StoreNotFoundError, match=r"\[STORE_NOT_FOUND\] store 'orders'.*existing: fx"):
         catalog.load("orders")
+    # find: the same store as load, or None for a dropped or missing one (no error to build).
+    found = catalog.find("fx")
+    assert found is not None and found.spec == catalog.load("fx").spec
+    assert catalog.find("orders") is None and catalog.find("nothing") is None
 
 
 def test_unknown_store_names_root_existing_stores_and_closest(catalog: Catalog) -> None:
