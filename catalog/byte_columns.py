@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from stores.arrow_bytes import big_endian_column, binary_offsets, varint_column
 from stores.errors import CorruptDataError
 
 _BYTES = pa.large_binary()
@@ -109,6 +111,33 @@ class ByteColumn:
             raise CorruptDataError("a snapshot row holds a varint of more than 5 bytes")
         value &= 0xFFFFFFFF
         return (value >> 1) ^ -(value & 1), size
+
+
+def stored_values(
+    values: pa.Array | pa.ChunkedArray,
+    *,
+    stamps: pa.Array | pa.ChunkedArray | None = None,
+    headers: pa.Array | pa.ChunkedArray | None = None,
+) -> pa.Array:
+    """Values (no nulls) in Kafka's stored layouts, as ``value_columns`` reads them (large
+    binary): ``[varint size][headers]`` if ``headers`` are given (a null is no headers), then
+    ``[timestamp 8]`` if ``stamps`` are, then the value."""
+
+    def whole(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+        return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+    pieces = [whole(values)]
+    if stamps is not None:
+        pieces.insert(0, big_endian_column(whole(stamps).to_numpy(zero_copy_only=False)))
+    if headers is not None:
+        given = whole(headers).fill_null(b"")
+        sizes = np.diff(binary_offsets(given))
+        pieces[:0] = [varint_column(2 * sizes), given]  # zig-zag: 2n for n >= 0
+    if len(pieces) == 1:
+        return pieces[0].cast(_BYTES)
+    return pc.binary_join_element_wise(
+        *(piece.cast(_BYTES) for piece in pieces), pa.scalar(b"", _BYTES)
+    )
 
 
 def value_columns(raws: ByteColumn, timestamped: bool, headers: bool) -> dict[str, pa.Array]:

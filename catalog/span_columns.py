@@ -11,6 +11,11 @@ after the commits' puts is a function of the records alone:
 | expiry | a row whose segment is dead when it arrives is dropped, and dead segments are deleted; a scan starts at stream time minus retention plus 1 (Kafka's ``actualFrom``), which every dropped or deleted row lies below | a filter at the end |
 | order | segment by segment, then by store key bytes (windows); by store key bytes (sessions) | the same sort, on store keys built in Arrow |
 
+The same state gives a fresh partition cache its RocksDB rows (``window_rows``,
+``session_rows``; ingested as SST files, not put row by row): each store key's last write in a
+segment still live at the final stream time, under its segment prefix, plus the metadata
+family's stream time and last sequence number, byte for byte what the store writes.
+
 A snapshot (``catalog.compaction``) holds the store's own rows: ``window_base`` and
 ``session_base`` decode them all at once (``catalog.byte_columns``) into the state the tail
 applies to, with the snapshot's stream time and last sequence number. A snapshot with rows in
@@ -28,13 +33,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.byte_columns import ByteColumn, value_columns
+from catalog.byte_columns import ByteColumn, stored_values, value_columns
 from catalog.key_sort import key_runs
 from stores._window_bulk import EXPIRED_SEGMENT_WARNING
+from stores.arrow_bytes import big_endian_column
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.segments import PREFIX_SIZE as _PREFIX
 from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY
-from stores.window_format import MAX_LONG, MAX_SEQNUM, SEQNUM_KEY
+from stores.window_format import MAX_LONG, MAX_SEQNUM, SEQNUM_KEY, encode_seqnum
 
 _TIME = pa.int64()
 _BYTES = pa.large_binary()
@@ -43,30 +49,40 @@ _TIMES = ("window_start", "session_start", "session_end", "timestamp")
 _NO_TIMESTAMP = -1
 
 
-def window_read(
-    commits: list[pa.Table],
-    params: dict[str, Any],
-    time_from: int | None,
-    time_to: int | None,
-    base: SpanBase | None = None,
-) -> pa.Table | None:
-    """What a window store built from ``commits`` (after ``base``, a snapshot's state) scans
-    for windows starting in ``[time_from, time_to]`` (None: open): the kind's raw columns (key,
-    value, window_start, window_end[, timestamp][, headers]) in Kafka's order; None to decline
-    (module doc)."""
+@dataclass(frozen=True)
+class _State:
+    """A window or session store's state computed from columns: ``rows`` (the snapshot's and
+    the commits' rows as given), the last write of each store key (``winners``, row indices in
+    Kafka's scan order: segment, then store key bytes for windows; store key bytes for
+    sessions), which rows hold a value, each row's segment time and store key suffix, the
+    stream time and the last sequence number given out."""
+
+    rows: pa.Table
+    winners: np.ndarray[Any, Any]
+    written: np.ndarray[Any, Any]
+    times: np.ndarray[Any, Any]
+    #: The store key's fields after the key: integers and their widths in bytes.
+    suffix: list[tuple[np.ndarray[Any, Any], int]]
+    stream_time: int
+    last_seqnum: int
+
+
+def _window_state(
+    commits: list[pa.Table], params: dict[str, Any], base: SpanBase | None
+) -> _State | None:
     timestamped, headers = bool(params.get("timestamped")), bool(params.get("headers"))
     extra = (["timestamp"] if timestamped else []) + (["headers"] if headers else [])
     names = ["key", "value", "window_start", *extra]
     base = base or SpanBase.empty(names)
     rows, sizes = _concat(base, commits, names)
-    retention, size = params["retention_ms"], params["window_size_ms"]
-    interval = params["segment_interval_ms"]
+    retention, interval = params["retention_ms"], params["segment_interval_ms"]
     written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
     starts = rows.column("window_start").to_numpy()
     n_base = base.rows.num_rows
     seen = np.ones(rows.num_rows, dtype=bool)  # the rows that reach the store
     present: np.ndarray[Any, Any] | None = None  # their indices, when not all of them
     seqnums = np.zeros(rows.num_rows, dtype=np.int64)
+    last_seqnum = base.last_seqnum
     if params.get("retain_duplicates"):
         # Kafka: no deletes of duplicates (they never reach the store); each put its own
         # sequence number, in apply order.
@@ -77,6 +93,7 @@ def window_read(
             return None
         seqnums[:n_base] = base.seqnums
         seqnums[tail] = np.arange(1, len(tail) + 1, dtype=np.int64) + base.last_seqnum
+        last_seqnum += len(tail)
         present = np.flatnonzero(seen)
     stream_time = _stream_time(starts, seen, sizes, retention, interval, "window", base.stream_time)
     # One sort: segment, then store key bytes (Kafka's scan order). It is stable and a store
@@ -91,33 +108,62 @@ def window_read(
     last = np.ones(len(order), dtype=bool)
     last[:-1] = first[1:]
     winners = order[last] if present is None else present[order[last]]
-    low = max(0 if time_from is None else time_from, stream_time - retention + 1)
-    high = MAX_LONG if time_to is None else time_to
-    final = winners[written[winners] & (starts[winners] >= low) & (starts[winners] <= high)]
-    picked = rows.take(pa.array(final))
-    window_starts = picked.column("window_start").combine_chunks()
-    ends = _capped_ends(window_starts, size)  # as Kafka's window end, capped at Long.MAX_VALUE
-    columns = [picked.column("key"), picked.column("value"), window_starts, ends]
-    names = ["key", "value", "window_start", "window_end"]
-    if timestamped:
-        columns.append(_known(picked.column("timestamp").combine_chunks()))
-        names.append("timestamp")
-    if headers:
-        columns.append(picked.column("headers"))
-        names.append("headers")
-    return pa.table(columns, names=names)
+    suffix = [(starts, 8), (seqnums, 4)]
+    return _State(rows, winners, written, starts, suffix, stream_time, last_seqnum)
 
 
-def session_read(
+def window_read(
     commits: list[pa.Table],
     params: dict[str, Any],
     time_from: int | None,
     time_to: int | None,
     base: SpanBase | None = None,
 ) -> pa.Table | None:
-    """What a session store built from ``commits`` (after ``base``) scans for sessions
-    starting in ``[time_from, time_to]`` (None: open): key, value, session_start, session_end
-    [, headers] in Kafka's order."""
+    """What a window store built from ``commits`` (after ``base``, a snapshot's state) scans
+    for windows starting in ``[time_from, time_to]`` (None: open): the kind's raw columns (key,
+    value, window_start, window_end[, timestamp][, headers]) in Kafka's order; None to decline
+    (module doc)."""
+    state = _window_state(commits, params, base)
+    if state is None:
+        return None
+    rows, winners, starts = state.rows, state.winners, state.times
+    low = max(0 if time_from is None else time_from, state.stream_time - params["retention_ms"] + 1)
+    high = MAX_LONG if time_to is None else time_to
+    final = winners[state.written[winners] & (starts[winners] >= low) & (starts[winners] <= high)]
+    picked = rows.take(pa.array(final))
+    window_starts = picked.column("window_start").combine_chunks()
+    # As Kafka's window end, capped at Long.MAX_VALUE.
+    ends = _capped_ends(window_starts, params["window_size_ms"])
+    columns = [picked.column("key"), picked.column("value"), window_starts, ends]
+    names = ["key", "value", "window_start", "window_end"]
+    if params.get("timestamped"):
+        columns.append(_known(picked.column("timestamp").combine_chunks()))
+        names.append("timestamp")
+    if params.get("headers"):
+        columns.append(picked.column("headers"))
+        names.append("headers")
+    return pa.table(columns, names=names)
+
+
+def window_rows(
+    commits: list[pa.Table], params: dict[str, Any], base: SpanBase | None,
+    families: tuple[str, ...],
+) -> dict[str, tuple[pa.Array, pa.Array]] | None:  # fmt: skip
+    """The RocksDB rows of a window store built from ``commits`` (after ``base``), per column
+    family (``stores.segments``' layout; ``families[0]`` the data family): what a partition
+    cache ingests; None to decline (module doc)."""
+    state = _window_state(commits, params, base)
+    if state is None:
+        return None
+    return _store_rows(
+        state, params, families, timestamped=bool(params.get("timestamped")),
+        seqnum=state.last_seqnum if params.get("retain_duplicates") else None,
+    )  # fmt: skip
+
+
+def _session_state(
+    commits: list[pa.Table], params: dict[str, Any], base: SpanBase | None
+) -> _State:
     extra = ["headers"] if params.get("headers") else []
     names = ["key", "value", "session_start", "session_end", *extra]
     base = base or SpanBase.empty(names)
@@ -133,14 +179,89 @@ def session_read(
     order, first = key_runs(rows.column("key"), suffix=[(ends, 8), (starts, 8)])
     last = np.ones(len(order), dtype=bool)
     last[:-1] = first[1:]
-    winners = order[last]
     written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
-    keep = written[winners] & (ends[winners] >= max(0, stream_time - params["retention_ms"] + 1))
+    return _State(rows, order[last], written, ends, [(ends, 8), (starts, 8)], stream_time, 0)
+
+
+def session_read(
+    commits: list[pa.Table],
+    params: dict[str, Any],
+    time_from: int | None,
+    time_to: int | None,
+    base: SpanBase | None = None,
+) -> pa.Table | None:
+    """What a session store built from ``commits`` (after ``base``) scans for sessions
+    starting in ``[time_from, time_to]`` (None: open): key, value, session_start, session_end
+    [, headers] in Kafka's order."""
+    state = _session_state(commits, params, base)
+    winners, ends, starts = state.winners, state.times, state.suffix[1][0]
+    keep = state.written[winners] & (
+        ends[winners] >= max(0, state.stream_time - params["retention_ms"] + 1)
+    )
     if time_from is not None:
         keep &= starts[winners] >= time_from
     if time_to is not None:
         keep &= starts[winners] <= time_to
-    return rows.take(pa.array(winners[keep])).select(names)
+    names = ["key", "value", "session_start", "session_end"]
+    return state.rows.take(pa.array(winners[keep])).select(
+        names + (["headers"] if params.get("headers") else [])
+    )
+
+
+def session_rows(
+    commits: list[pa.Table], params: dict[str, Any], base: SpanBase | None,
+    families: tuple[str, ...],
+) -> dict[str, tuple[pa.Array, pa.Array]] | None:  # fmt: skip
+    """The RocksDB rows of a session store built from ``commits`` (after ``base``), as
+    ``window_rows`` gives a window store's."""
+    state = _session_state(commits, params, base)
+    return _store_rows(state, params, families, timestamped=False, seqnum=None)
+
+
+def _store_rows(
+    state: _State,
+    params: dict[str, Any],
+    families: tuple[str, ...],
+    *,
+    timestamped: bool,
+    seqnum: int | None,
+) -> dict[str, tuple[pa.Array, pa.Array]]:
+    """``stores.segments``' rows of ``state``: each store key's last write, if a value, in a
+    segment still live at the stream time (the store drops a segment whole once it is
+    older), as ``[segment id (8)][key][suffix]`` -> the stored value (``stored_values``); and
+    the metadata family's stream time and (``seqnum``) last sequence number, once any put
+    reached the store. Keys come out ascending: segment, then store key bytes."""
+    interval = params["segment_interval_ms"]
+    winners = state.winners
+    segments = _java_div(state.times[winners], interval)
+    first_live = int(_java_div(np.array([state.stream_time - params["retention_ms"]]), interval)[0])
+    kept = winners[state.written[winners] & (segments >= first_live)]
+    # Segment first (sessions' winners are in store key order only); stable.
+    kept = kept[np.argsort(_java_div(state.times[kept], interval), kind="stable")]
+    rows = state.rows.take(pa.array(kept))
+    pieces = [big_endian_column(_java_div(state.times[kept], interval)), rows.column("key")]
+    pieces += [big_endian_column(values[kept], width) for values, width in state.suffix]
+    keys = pc.binary_join_element_wise(
+        *(piece.cast(_BYTES) for piece in pieces), pa.scalar(b"", _BYTES)
+    )
+    values = stored_values(
+        rows.column("value"),
+        stamps=rows.column("timestamp") if timestamped else None,
+        headers=rows.column("headers") if params.get("headers") else None,
+    )
+    meta: list[tuple[bytes, bytes]] = []
+    if state.stream_time != _NO_TIMESTAMP:
+        meta.append((STREAM_TIME_KEY, state.stream_time.to_bytes(8, "big", signed=True)))
+    if seqnum:
+        meta.append((SEQNUM_KEY, encode_seqnum(seqnum)))
+    meta.sort()
+    return {
+        families[0]: (keys, values),
+        SEGMENTS_META_CF: (
+            pa.array([k for k, _ in meta], pa.binary()),
+            pa.array([v for _, v in meta], pa.binary()),
+        ),
+    }
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,8 @@ class SpanKind(StoreKind):
     #: ``span_columns``' decoder of this kind's snapshot rows, and its read of the changelog.
     snapshot_base: ClassVar[Callable[..., SpanBase | None]]
     columns_read: ClassVar[Callable[..., pa.Table | None]]
+    #: ``span_columns``' rows of this kind's store (for a cache's SST ingest).
+    columns_rows: ClassVar[Callable[..., dict[str, tuple[pa.Array, pa.Array]] | None]]
 
     def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         return span_batches(store, scan, self.layout(params))
@@ -54,3 +56,12 @@ class SpanKind(StoreKind):
         if runs and base is None:
             return None  # rows in a legacy layout: RocksDB converts them
         return cls.columns_read(commits, params, scan.time_from, scan.time_to, base)
+
+    def store_rows(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
+    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+        cls, families = type(self), self.column_families(params)
+        base = cls.snapshot_base(runs, params, families) if runs else None
+        if runs and base is None:
+            return None  # rows in a legacy layout: the store converts them
+        return cls.columns_rows(commits, params, base, families)

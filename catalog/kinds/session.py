@@ -16,7 +16,7 @@ from catalog.kinds._base import (
     time_order,
 )
 from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
-from catalog.span_columns import session_base, session_read
+from catalog.span_columns import session_base, session_read, session_rows
 from stores.query import Query, WindowRangeQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.session import SessionStore, SessionStoreWithHeaders, default_segment_interval_ms
@@ -31,6 +31,7 @@ class SessionKind(SpanKind):
     params: ClassVar[tuple[Param, ...]] = (RETENTION, SEGMENT_INTERVAL, HEADERS_PARAM)
     snapshot_base = staticmethod(session_base)
     columns_read = staticmethod(session_read)
+    columns_rows = staticmethod(session_rows)
 
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
         retention = int(given["retention_ms"])

@@ -8,9 +8,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from catalog.byte_columns import ByteColumn, value_columns
+from catalog.byte_columns import ByteColumn, stored_values, value_columns
 from catalog.kinds._base import (
     BATCH_ROWS,
     HEADERS,
@@ -25,7 +24,6 @@ from catalog.kinds._base import (
     last_per_key,
     time_order,
 )
-from stores.arrow_bytes import big_endian_column, varint_column
 from stores.query import Query, TimestampedKeyQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.timestamped import (
@@ -105,14 +103,11 @@ class TimestampedKind(StoreKind):
         if latest is None:
             return None
         # Kafka's layouts: [timestamp][value] (KIP-258), after [varint size][headers] (KIP-1271).
-        stamps = latest.column("timestamp").combine_chunks().to_numpy()
-        pieces = [big_endian_column(stamps), latest.column("value").combine_chunks()]
-        if params.get("headers"):
-            headers = latest.column(HEADERS).combine_chunks()
-            sizes = pc.binary_length(headers).to_numpy(zero_copy_only=False).astype(np.int64)
-            pieces = [varint_column(2 * sizes), headers, *pieces]  # zig-zag: 2n for n >= 0
-        wide = [piece.cast(pa.large_binary()) for piece in pieces]
-        values = pc.binary_join_element_wise(*wide, pa.scalar(b"", pa.large_binary()))
+        values = stored_values(
+            latest.column("value"),
+            stamps=latest.column("timestamp"),
+            headers=latest.column(HEADERS) if params.get("headers") else None,
+        )
         family = TIMESTAMPED_WITH_HEADERS_CF if params.get("headers") else TIMESTAMPED_CF
         return {family: (latest.column("key"), values)}
 

@@ -16,7 +16,7 @@ from catalog.kinds._base import (
     time_order,
 )
 from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
-from catalog.span_columns import window_base, window_read
+from catalog.span_columns import window_base, window_read, window_rows
 from stores.errors import InvalidOptionError
 from stores.query import Query, WindowKeyQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
@@ -51,6 +51,7 @@ class WindowKind(SpanKind):
     )  # fmt: skip
     snapshot_base = staticmethod(window_base)
     columns_read = staticmethod(window_read)
+    columns_rows = staticmethod(window_rows)
 
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
         retention, size = int(given["retention_ms"]), int(given["window_size_ms"])

@@ -252,8 +252,14 @@ def test_a_latest_read_from_columns_equals_the_store_s_own(
 
 
 def _random_store(catalog: Catalog, kind: str) -> StoreTable:
-    """A store of ``kind``: keyvalue, timestamped or timestamped-headers."""
-    params = {"headers": True} if kind == "timestamped-headers" else {}
+    """A store of ``kind``: keyvalue, timestamped, timestamped-headers, window (timestamped,
+    retaining duplicates, with headers: ``window-dups``) or session-headers."""
+    params: dict[str, object] = {"headers": True} if kind.endswith("-headers") else {}
+    if kind.startswith("window"):
+        params = {"retention_ms": 3000, "window_size_ms": 100, "segment_interval_ms": 1000,
+                  "timestamped": True, "headers": True, "retain_duplicates": kind == "window-dups"}  # fmt: skip
+    if kind.startswith("session"):
+        params.update(retention_ms=3000, segment_interval_ms=1000)
     return catalog.create_store(
         "s", kind.split("-")[0], "string", "long", num_partitions=2, **params
     )
@@ -268,10 +274,19 @@ def _random_commit(
     keys = [f"k{rng.randrange(12)}" for _ in range(rng.randrange(1, 8))]
     values = [None if rng.random() < 0.25 else rng.randrange(100) for _ in keys]
     columns: dict[str, pa.Array] = {}
-    if kind != "keyvalue":
+    if kind.startswith(("window", "session")):
+        # Times that expire segments as stream time moves (retention 3 s, segments of 1 s).
+        starts = [rng.randrange(10_000) for _ in keys]
+        if kind.startswith("session"):
+            columns["session_start"] = pa.array(starts, pa.int64())
+            columns["session_end"] = pa.array([t + rng.randrange(50) for t in starts], pa.int64())
+        else:
+            columns["window_start"] = pa.array([t - t % 100 for t in starts], pa.int64())
+            columns["timestamp"] = pa.array(starts, pa.int64())
+    elif kind != "keyvalue":
         stamps = [None if rng.random() < 0.1 else rng.randrange(10**6) for _ in keys]
         columns["timestamp"] = pa.array(stamps, pa.int64())
-    if kind == "timestamped-headers":
+    if kind.endswith("-headers") or kind.startswith("window"):
         columns["headers"] = pa.array(
             [encode_headers([("h", bytes([rng.randrange(256)]))] * rng.randrange(max_headers))
              for _ in keys], pa.binary(),
@@ -284,20 +299,26 @@ def _kafka_apply_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Partition caches apply every commit through Kafka's stores, never ``store_rows``."""
     from catalog.kinds import StoreKind
     from catalog.kinds.keyvalue import KeyValueKind
+    from catalog.kinds.session import SessionKind
     from catalog.kinds.timestamped import TimestampedKind
+    from catalog.kinds.window import WindowKind
 
-    for kind_class in (KeyValueKind, TimestampedKind):
+    for kind_class in (KeyValueKind, TimestampedKind, WindowKind, SessionKind):
         monkeypatch.setattr(kind_class, "store_rows", StoreKind.store_rows)
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("kind", ["keyvalue", "timestamped", "timestamped-headers"])
+@pytest.mark.parametrize(
+    "kind",
+    ["keyvalue", "timestamped", "timestamped-headers", "window", "window-dups", "session-headers"],
+)
 def test_rows_computed_from_columns_are_the_rows_kafka_s_stores_write(
     catalog: Catalog, tmp_path: Path, seed: int, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A fresh cache of a key-value or timestamped store is ingested from ``store_rows``:
-    every column family holds, byte for byte, what applying each commit to Kafka's store
-    leaves (tombstones, overwrites of the store, unknown timestamps, headers)."""
+    """A fresh cache of a key-value, timestamped, window or session store is ingested from
+    ``store_rows``: every column family holds, byte for byte, what applying each commit to
+    Kafka's store leaves (tombstones, overwrites of the store, unknown timestamps, headers,
+    expired segments, duplicates' sequence numbers)."""
     rng = random.Random(seed)
     table = _random_store(catalog, kind)
     for _ in range(8):
