@@ -19,6 +19,9 @@ value only sometimes leaves a tombstone behind, which changes where a later, lat
 key lands. A partition whose records put two records of one key at one time, one of them a
 tombstone, is declined (None): the caller then builds RocksDB and asks the store.
 
+``versioned_rows`` lays out the RocksDB rows a fresh partition cache ingests from the same
+history, where they follow from it alone: changelogs of puts only (see its doc).
+
 A snapshot (``catalog.compaction``) holds Kafka's rows, not records. ``snapshot_records``
 turns them back into the records whose ideal history they hold: each version a put at its
 ``valid_from``, each tombstone entry a tombstone, and a tombstone at an entry's ``valid_to``
@@ -37,6 +40,7 @@ import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn
 from catalog.key_sort import key_runs
+from stores.arrow_bytes import big_endian_column, binary_data, binary_from, binary_offsets
 from stores.errors import CorruptDataError
 from stores.versioned_format import (
     LATEST_PREFIX,
@@ -48,6 +52,7 @@ from stores.versioned_format import (
 
 _TIME = pa.int64()
 _BYTES = pa.large_binary()
+_EMPTY = pa.scalar(b"", _BYTES)
 _Ints = np.ndarray[Any, Any]
 _WIDE = pa.schema(
     [
@@ -86,34 +91,14 @@ def versioned_read(
     records need the store itself (see the module doc). ``base``: a snapshot's records and
     stream time (``snapshot_records``), the state the commits apply to.
     """
-    prior, start_time, implied = base or Base(_WIDE.empty_table(), NO_TIMESTAMP, 0)
-    tables = [prior.cast(_WIDE), *(t.select(_WIDE.names).cast(_WIDE) for t in commits)]
-    rows = pa.concat_tables(tables).combine_chunks()  # as given; apply order is an index
-    n = rows.num_rows
-    if n == 0:
-        return RAW.empty_table()
-    stamps = rows.column("timestamp").to_numpy()
-    puts = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
-    applied = _apply_order(stamps, puts, [len(t) for t in tables])
-    # Stream time before each record of the tail: the snapshot's, raised by each record.
-    in_order = stamps[applied]
-    reached = np.maximum.accumulate(np.maximum(in_order, start_time))
-    before = np.empty(n, dtype=np.int64)
-    before[0] = start_time
-    before[1:] = reached[:-1]
-    stream_time = int(reached[-1])
-    accepted_in_order = in_order >= before - retention
-    accepted_in_order[: prior.num_rows] = True  # the snapshot's state, applied already
-    rank = np.empty(n, dtype=np.int64)
-    rank[applied] = np.arange(n, dtype=np.int64)
-    accepted = np.empty(n, dtype=bool)
-    accepted[applied] = accepted_in_order
-    history = _history(
-        rows.column("key"), stamps, puts, rank, np.flatnonzero(accepted), implied, prior.num_rows
-    )
-    if history is None:
+    ideal = _ideal(commits, retention, base)
+    if ideal is None:
         return None
-    rows_of, starts, ends, has_end = history
+    if ideal.rows.num_rows == 0:
+        return RAW.empty_table()
+    rows, stream_time = ideal.rows, ideal.stream_time
+    rows_of, starts, ends, has_end = ideal.rows_of, ideal.starts, ideal.ends, ideal.has_end
+    puts = ideal.puts
     is_put = puts[rows_of]
     latest = is_put & ~has_end
     horizon = stream_time - retention
@@ -146,6 +131,54 @@ def versioned_read(
     )
 
 
+class _Ideal(NamedTuple):
+    """The ideal history of a versioned store's records (module doc): ``rows`` (the
+    snapshot's records and the commits' rows, as given), whether each holds a value, the stream
+    time after them, and per key the last record applied at each time, sorted by (key, time):
+    its row, start, end (the key's next time) and whether it has one."""
+
+    rows: pa.Table
+    puts: _Ints
+    stream_time: int
+    rows_of: _Ints
+    starts: _Ints
+    ends: _Ints
+    has_end: _Ints
+
+
+def _ideal(commits: list[pa.Table], retention: int, base: Base | None) -> _Ideal | None:
+    """``_Ideal`` of ``commits`` after ``base``; None where Kafka departs from it."""
+    prior, start_time, implied = base or Base(_WIDE.empty_table(), NO_TIMESTAMP, 0)
+    tables = [prior.cast(_WIDE), *(t.select(_WIDE.names).cast(_WIDE) for t in commits)]
+    rows = pa.concat_tables(tables).combine_chunks()  # as given; apply order is an index
+    n = rows.num_rows
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Ideal(rows, empty.astype(bool), start_time, empty, empty, empty, empty.astype(bool))
+    stamps = rows.column("timestamp").to_numpy()
+    puts = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
+    applied = _apply_order(stamps, puts, [len(t) for t in tables])
+    # Stream time before each record of the tail: the snapshot's, raised by each record.
+    in_order = stamps[applied]
+    reached = np.maximum.accumulate(np.maximum(in_order, start_time))
+    before = np.empty(n, dtype=np.int64)
+    before[0] = start_time
+    before[1:] = reached[:-1]
+    stream_time = int(reached[-1])
+    accepted_in_order = in_order >= before - retention
+    accepted_in_order[: prior.num_rows] = True  # the snapshot's state, applied already
+    rank = np.empty(n, dtype=np.int64)
+    rank[applied] = np.arange(n, dtype=np.int64)
+    accepted = np.empty(n, dtype=bool)
+    accepted[applied] = accepted_in_order
+    history = _history(
+        rows.column("key"), stamps, puts, rank, np.flatnonzero(accepted), implied, prior.num_rows
+    )
+    if history is None:
+        return None
+    return _Ideal(rows, puts, stream_time, *history)
+
+
 class Base(NamedTuple):
     """A snapshot's state as records (``snapshot_records``), for ``versioned_read``."""
 
@@ -154,6 +187,121 @@ class Base(NamedTuple):
     #: The first ``implied`` records are tombstones at an end no record of the snapshot may
     #: start at (see the module doc); one that a record of the snapshot does start at is void.
     implied: int
+
+
+def versioned_rows(
+    commits: list[pa.Table], retention: int, interval: int
+) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+    """The RocksDB rows of a versioned store built from ``commits`` (from empty), per column
+    family, byte for byte what Kafka's put algorithm writes (``stores.versioned``), for a
+    partition cache to ingest; None where that is not a function of the ideal history.
+
+    With puts only, at times >= 0, it is: a key's versions chain (each ends where the next
+    starts), the newest is in the latest-value store (``[timestamp][value]`` under the latest
+    prefix) and every other one in the segment of its end, one row per key and segment
+    (``versioned_format.SegmentValue``: next and min timestamps, entries newest first, values
+    oldest first), if that segment is still live; late records split versions exactly so
+    (``_put_into_row``). Tombstones leave degenerate rows and gaps that depend on the order
+    records came in: the store applies those itself.
+    """
+    if any(t.column("value").null_count for t in commits):
+        return None
+    if any(len(t) and pc.min(t.column("timestamp")).as_py() < 0 for t in commits):
+        return None
+    ideal = _ideal(commits, retention, None)
+    if ideal is None:
+        return None
+    values = ideal.rows.column("value").combine_chunks()
+    keys = ideal.rows.column("key").combine_chunks()
+    # Latest values: each key's version with no end (history order is key order).
+    newest = ideal.rows_of[~ideal.has_end]
+    latest_keys = pc.binary_join_element_wise(
+        pa.scalar(LATEST_PREFIX, _BYTES), keys.take(pa.array(newest)).cast(_BYTES), _EMPTY
+    )
+    latest_values = pc.binary_join_element_wise(
+        big_endian_column(ideal.starts[~ideal.has_end]).cast(_BYTES),
+        values.take(pa.array(newest)).cast(_BYTES),
+        _EMPTY,
+    )
+    # Older versions in live segments, grouped in rows by (key, segment of their end).
+    key_ids = np.cumsum(np.concatenate([[1], ~ideal.has_end[:-1]]))  # a key's rows are adjacent
+    ended = np.flatnonzero(ideal.has_end)
+    segments = _segment_ids(ideal.ends[ended], interval)
+    first_live = _segment_ids(np.array([ideal.stream_time - retention]), interval)[0]
+    ended, segments = ended[segments >= first_live], segments[segments >= first_live]
+    rows = _segment_rows(ideal, ended, key_ids[ended], segments, keys, values)
+    metadata: tuple[list[bytes], list[bytes]] = ([], [])
+    if ideal.stream_time != NO_TIMESTAMP:
+        metadata = ([STREAM_TIME_KEY], [ideal.stream_time.to_bytes(8, "big", signed=True)])
+    segment_keys, segment_values = rows if rows is not None else (latest_keys[:0], latest_values[:0])
+    return {
+        # Segment ids are >= 0: their prefixes sort below the latest prefix (-1).
+        "default": (
+            pa.concat_arrays([segment_keys, latest_keys]),
+            pa.concat_arrays([segment_values, latest_values]),
+        ),
+        METADATA_CF: (pa.array(metadata[0], pa.binary()), pa.array(metadata[1], pa.binary())),
+    }
+
+
+def _segment_rows(
+    ideal: _Ideal,
+    versions: _Ints,
+    key_ids: _Ints,
+    segments: _Ints,
+    keys: pa.Array,
+    values: pa.Array,
+) -> tuple[pa.Array, pa.Array] | None:
+    """Kafka's segment rows of ``versions`` (indices into the history, in its order), one per
+    run of equal (key, segment): ``[segment][key]`` -> ``SegmentValue`` bytes, sorted by
+    segment, then key bytes. The rows' bytes are one take of their pieces (headers, entries,
+    values) in row order, cut at the rows' sizes."""
+    n = len(versions)
+    if n == 0:
+        return None
+    new_row = np.ones(n, dtype=bool)
+    new_row[1:] = (key_ids[1:] != key_ids[:-1]) | (segments[1:] != segments[:-1])
+    row_of = np.cumsum(new_row) - 1
+    firsts = np.flatnonzero(new_row)
+    counts = np.diff(np.append(firsts, n))
+    lasts = firsts + counts - 1
+    g = len(firsts)
+    starts, ends = ideal.starts[versions], ideal.ends[versions]
+    taken = values.take(pa.array(ideal.rows_of[versions])).cast(_BYTES)
+    sizes = np.diff(binary_offsets(taken))
+    # Pieces: a 16-byte header per row (next timestamp: its newest version's end; min
+    # timestamp: its oldest's start), a 12-byte entry per version (start, value size), values.
+    header = np.empty((g, 2), dtype=">i8")
+    header[:, 0], header[:, 1] = ends[lasts], starts[firsts]
+    entry = np.zeros(n, dtype=[("ts", ">i8"), ("size", ">i4")])
+    entry["ts"], entry["size"] = starts, sizes
+    pieces = pa.concat_arrays(
+        [
+            binary_from(header.view(np.uint8).ravel(), np.arange(g + 1, dtype=np.int64) * 16),
+            binary_from(entry.view(np.uint8).ravel(), np.arange(n + 1, dtype=np.int64) * 12),
+        ]
+    ).cast(_BYTES)
+    pieces = pa.concat_arrays([pieces, taken])
+    # Row r: its header, its entries newest first, its values oldest first.
+    base = np.cumsum(np.concatenate([[0], 1 + 2 * counts[:-1]]))
+    order = np.empty(g + 2 * n, dtype=np.int64)
+    order[base] = np.arange(g)
+    rank = np.arange(n) - firsts[row_of]  # 0 for a row's oldest version
+    order[base[row_of] + 1 + (counts[row_of] - 1 - rank)] = g + np.arange(n)
+    order[base[row_of] + 1 + counts[row_of] + rank] = g + n + np.arange(n)
+    joined = pieces.take(pa.array(order))
+    row_sizes = 16 + 12 * counts + np.add.reduceat(sizes, firsts)
+    offsets = np.zeros(g + 1, dtype=np.int64)
+    np.cumsum(row_sizes, out=offsets[1:])
+    data = binary_data(joined)[int(binary_offsets(joined)[0]) :][: int(offsets[-1])]
+    row_bytes = binary_from(data, offsets).cast(_BYTES)
+    row_keys = pc.binary_join_element_wise(
+        big_endian_column(segments[firsts]).cast(_BYTES),
+        keys.take(pa.array(ideal.rows_of[versions[firsts]])).cast(_BYTES),
+        _EMPTY,
+    )
+    by_segment = pa.array(np.argsort(segments[firsts], kind="stable"))  # rows are in key order
+    return row_keys.take(by_segment), row_bytes.take(by_segment)
 
 
 def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> Base | None:
@@ -297,4 +445,4 @@ def _segment_ids(stamps: _Ints, interval: int) -> _Ints:
     return np.where(stamps >= 0, quotient, -quotient)
 
 
-__all__ = ["RAW", "Base", "snapshot_records", "versioned_read"]
+__all__ = ["RAW", "Base", "snapshot_records", "versioned_read", "versioned_rows"]

@@ -20,7 +20,7 @@ from catalog.kinds._base import (
     row_batches,
     segment_interval,
 )
-from catalog.versioned_columns import snapshot_records, versioned_read
+from catalog.versioned_columns import snapshot_records, versioned_read, versioned_rows
 from stores.errors import InvalidOptionError
 from stores.query import Query, VersionedKeyQuery
 from stores.rocksdb_bytes import RocksDBBytesStore
@@ -97,6 +97,15 @@ class VersionedKind(StoreKind):
     def key_query(self, key: Any, *, as_of: int | None = None, **bounds: int | None) -> Query:
         query = VersionedKeyQuery.with_key(key)
         return query if as_of is None else query.as_of(as_of)
+
+    def store_rows(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
+    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+        if runs:
+            return None  # a snapshot is ingested as it is; its tail is applied by the store
+        return versioned_rows(
+            commits, params["history_retention_ms"], params["segment_interval_ms"]
+        )
 
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan

@@ -253,13 +253,16 @@ def test_a_latest_read_from_columns_equals_the_store_s_own(
 
 def _random_store(catalog: Catalog, kind: str) -> StoreTable:
     """A store of ``kind``: keyvalue, timestamped, timestamped-headers, window (timestamped,
-    retaining duplicates, with headers: ``window-dups``) or session-headers."""
+    with headers; retaining duplicates: ``window-dups``), session-headers or versioned (only
+    puts: ``versioned-puts``)."""
     params: dict[str, object] = {"headers": True} if kind.endswith("-headers") else {}
     if kind.startswith("window"):
         params = {"retention_ms": 3000, "window_size_ms": 100, "segment_interval_ms": 1000,
                   "timestamped": True, "headers": True, "retain_duplicates": kind == "window-dups"}  # fmt: skip
     if kind.startswith("session"):
         params.update(retention_ms=3000, segment_interval_ms=1000)
+    if kind.startswith("versioned"):
+        params = {"history_retention_ms": 300_000, "segment_interval_ms": 100_000}
     return catalog.create_store(
         "s", kind.split("-")[0], "string", "long", num_partitions=2, **params
     )
@@ -272,7 +275,8 @@ def _random_commit(
     for header-aware stores, up to ``max_headers - 1`` headers a row; an overwrite with
     probability ``overwrites``."""
     keys = [f"k{rng.randrange(12)}" for _ in range(rng.randrange(1, 8))]
-    values = [None if rng.random() < 0.25 else rng.randrange(100) for _ in keys]
+    deletes = 0.0 if kind == "versioned-puts" else 0.25
+    values = [None if rng.random() < deletes else rng.randrange(100) for _ in keys]
     columns: dict[str, pa.Array] = {}
     if kind.startswith(("window", "session")):
         # Times that expire segments as stream time moves (retention 3 s, segments of 1 s).
@@ -283,6 +287,8 @@ def _random_commit(
         else:
             columns["window_start"] = pa.array([t - t % 100 for t in starts], pa.int64())
             columns["timestamp"] = pa.array(starts, pa.int64())
+    elif kind.startswith("versioned"):  # late records, some past the grace period
+        columns["timestamp"] = pa.array([rng.randrange(10**6) for _ in keys], pa.int64())
     elif kind != "keyvalue":
         stamps = [None if rng.random() < 0.1 else rng.randrange(10**6) for _ in keys]
         columns["timestamp"] = pa.array(stamps, pa.int64())
@@ -301,24 +307,28 @@ def _kafka_apply_only(monkeypatch: pytest.MonkeyPatch) -> None:
     from catalog.kinds.keyvalue import KeyValueKind
     from catalog.kinds.session import SessionKind
     from catalog.kinds.timestamped import TimestampedKind
+    from catalog.kinds.versioned import VersionedKind
     from catalog.kinds.window import WindowKind
 
-    for kind_class in (KeyValueKind, TimestampedKind, WindowKind, SessionKind):
+    for kind_class in (KeyValueKind, TimestampedKind, WindowKind, SessionKind, VersionedKind):
         monkeypatch.setattr(kind_class, "store_rows", StoreKind.store_rows)
 
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize(
     "kind",
-    ["keyvalue", "timestamped", "timestamped-headers", "window", "window-dups", "session-headers"],
-)
+    [
+        "keyvalue", "timestamped", "timestamped-headers", "window", "window-dups",
+        "session-headers", "versioned", "versioned-puts",
+    ],
+)  # fmt: skip
 def test_rows_computed_from_columns_are_the_rows_kafka_s_stores_write(
     catalog: Catalog, tmp_path: Path, seed: int, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A fresh cache of a key-value, timestamped, window or session store is ingested from
-    ``store_rows``: every column family holds, byte for byte, what applying each commit to
-    Kafka's store leaves (tombstones, overwrites of the store, unknown timestamps, headers,
-    expired segments, duplicates' sequence numbers)."""
+    """A fresh cache of a key-value, timestamped, window, session or (puts only) versioned
+    store is ingested from ``store_rows``: every column family holds, byte for byte, what
+    applying each commit to Kafka's store leaves (tombstones, overwrites of the store, unknown
+    timestamps, headers, expired segments, duplicates' sequence numbers, late versions)."""
     rng = random.Random(seed)
     table = _random_store(catalog, kind)
     for _ in range(8):
@@ -336,6 +346,10 @@ def test_rows_computed_from_columns_are_the_rows_kafka_s_stores_write(
             db.close()
 
     for partition in range(2):
+        if kind != "versioned":  # (its tombstones are left to the store)
+            cache = PartitionCache(catalog.storage, table.spec, "s", partition, str(tmp_path))
+            columns = cache._columns(table.log.restore_plan(0, target, partition))
+            assert table.kind.store_rows(*columns, table.spec.params) is not None
         computed = rows(tmp_path / "columns", partition)
         with monkeypatch.context() as patched:
             _kafka_apply_only(patched)

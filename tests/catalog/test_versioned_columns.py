@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from catalog import Catalog
 from catalog.compaction import dump
 from catalog.kinds import VERSIONED, Scan
-from catalog.versioned_columns import snapshot_records, versioned_read
+from catalog.versioned_columns import snapshot_records, versioned_read, versioned_rows
 from stores.rocksdb_bytes import RocksDBBytesStore
 from tests.stores.test_versioned_model import CONFIGS
 
@@ -174,5 +174,47 @@ def test_columnar_reads_from_a_snapshot_equal_the_store(
                 return
             expected = [row for b in VERSIONED.scan(store, scan, params) for row in b.to_pylist()]
             assert computed.to_pylist() == expected, scan
+    finally:
+        db.close()
+
+
+puts = st.tuples(st.sampled_from(KEYS), st.sampled_from([b"", b"x", b"yy"]), st.integers(0, 60))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    config=st.sampled_from(CONFIGS),
+    commits=st.lists(st.lists(puts, max_size=8), min_size=1, max_size=5),
+    deletes=st.booleans(),
+)
+def test_rows_from_columns_are_the_rows_kafka_s_store_writes(
+    tmp_path_factory: pytest.TempPathFactory,
+    config: tuple[int, int],
+    commits: list[list[Record]],
+    deletes: bool,
+) -> None:
+    """Puts only (late, duplicated, past the grace period, into expiring segments): every
+    column family holds, byte for byte, what Kafka's put algorithm writes. With a tombstone
+    the rows are left to the store (None)."""
+    retention, interval = config
+    if deletes:
+        commits = [*commits[:-1], [*commits[-1], (b"a", None, 30)]]
+    params = {"history_retention_ms": retention, "segment_interval_ms": interval}
+    path = tmp_path_factory.mktemp(f"v{next(_COUNTER)}")
+    db = RocksDBBytesStore(str(path), VERSIONED.column_families(params))
+    try:
+        store = VERSIONED.open(db, params)
+        tables = [_table(c) for c in commits]
+        for table in tables:
+            VERSIONED.apply(store, table, params)
+        db.commit()
+        computed = versioned_rows(tables, retention, interval)
+        if deletes:
+            assert computed is None
+            return
+        assert computed is not None
+        for family in VERSIONED.column_families(params):
+            keys, values = computed.get(family, (pa.array([]), pa.array([])))
+            assert list(zip(keys.to_pylist(), values.to_pylist())) == list(db.items(family)), family
     finally:
         db.close()
