@@ -5,7 +5,7 @@
 
 Each script below prints its own figures and ratios (see its docstring for what it measures
 and against what: parquet, a do-nothing Python Arrow source and writer, raw rocksdict,
-delta-rs, a Spark SQL join). This runs them one after another, shows their output, and ends
+delta-rs, Spark's own ``statestore`` reader, a Spark SQL join). This runs them one after another, shows their output, and ends
 with a summary: every line that states a ratio, grouped by script. Ratios are the store's
 speed relative to its peer (1.0x: as fast), so a noisy machine still gives honest figures.
 """
@@ -38,6 +38,8 @@ def runs(quick: bool) -> list[tuple[str, list[str]]]:
                 ["history.py", "--keys", str(keys), "--versions", "5"]))  # fmt: skip
     out.append(("whole store as of T through Spark vs delta-rs",
                 ["asof_read.py", "--keys", str(keys), "--versions", "5"]))  # fmt: skip
+    out.append(("state read through Spark vs Spark's statestore reader",
+                ["statestore_peer.py", "--rows", str(rows)]))  # fmt: skip
     for kind in ("keyvalue", "timestamped", "versioned", "window", "session"):
         out.append((f"first read after 200 appends vs one commit, {kind}",
                     ["appends.py", "--rows", str(small), "--appends", "200", "--kind", kind]))  # fmt: skip
