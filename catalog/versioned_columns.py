@@ -224,7 +224,8 @@ def versioned_rows(
         _EMPTY,
     )
     # Older versions in live segments, grouped in rows by (key, segment of their end).
-    key_ids = np.cumsum(np.concatenate([[1], ~ideal.has_end[:-1]]))  # a key's rows are adjacent
+    # With puts only, a key's last history row is the one without an end: key boundaries.
+    key_ids = np.cumsum(np.concatenate([[1], ~ideal.has_end[:-1]]))
     ended = np.flatnonzero(ideal.has_end)
     segments = _segment_ids(ideal.ends[ended], interval)
     first_live = _segment_ids(np.array([ideal.stream_time - retention]), interval)[0]
@@ -289,7 +290,7 @@ def _segment_rows(
     rank = np.arange(n) - firsts[row_of]  # 0 for a row's oldest version
     order[base[row_of] + 1 + (counts[row_of] - 1 - rank)] = g + np.arange(n)
     order[base[row_of] + 1 + counts[row_of] + rank] = g + n + np.arange(n)
-    joined = pieces.take(pa.array(order))
+    joined = pieces.take(pa.array(order))  # a new array: the pieces back to back, in order
     row_sizes = 16 + 12 * counts + np.add.reduceat(sizes, firsts)
     offsets = np.zeros(g + 1, dtype=np.int64)
     np.cumsum(row_sizes, out=offsets[1:])
