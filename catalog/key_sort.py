@@ -78,6 +78,14 @@ def key_runs(
     return order, first
 
 
+def run_lasts(first: np.ndarray) -> np.ndarray:
+    """Where each run ends, from ``key_runs``' run starts: a mask of each run's last row (in
+    a stable order, a store key's last write)."""
+    last = np.ones(len(first), dtype=bool)
+    last[:-1] = first[1:]
+    return last
+
+
 def _sort(
     keys: pa.Array | pa.ChunkedArray,
     before: Sequence[Column],

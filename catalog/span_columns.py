@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn, stored_values, value_columns
-from catalog.key_sort import key_runs
+from catalog.key_sort import key_runs, run_lasts
 from stores._window_bulk import EXPIRED_SEGMENT_WARNING
 from stores.arrow_bytes import big_endian_column
 from stores.records import UNKNOWN_TIMESTAMP
@@ -105,8 +105,7 @@ def _window_state(
         before=[(_segment_ids(starts[at], interval), False)],
         suffix=[(starts[at], 8), (seqnums[at], 4)],
     )
-    last = np.ones(len(order), dtype=bool)
-    last[:-1] = first[1:]
+    last = run_lasts(first)
     winners = order[last] if present is None else present[order[last]]
     suffix = [(starts, 8), (seqnums, 4)]
     return _State(rows, winners, written, starts, suffix, stream_time, last_seqnum)
@@ -177,10 +176,8 @@ def _session_state(
     # One sort: store key bytes (Kafka's order across segments). It is stable and a store
     # key's writes share a session end, so they stay in apply order: the last one wins.
     order, first = key_runs(rows.column("key"), suffix=[(ends, 8), (starts, 8)])
-    last = np.ones(len(order), dtype=bool)
-    last[:-1] = first[1:]
     written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
-    return _State(rows, order[last], written, ends, [(ends, 8), (starts, 8)], stream_time, 0)
+    return _State(rows, order[run_lasts(first)], written, ends, [(ends, 8), (starts, 8)], stream_time, 0)
 
 
 def session_read(

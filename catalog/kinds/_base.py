@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, ClassVar, Literal
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.key_sort import key_runs
+from catalog.key_sort import key_runs, run_lasts
 from stores.errors import InvalidOptionError
 from stores.query import Query
 from stores.records import UNKNOWN_TIMESTAMP
@@ -259,9 +258,7 @@ def last_per_key(table: pa.Table, after: Sequence[tuple[Any, bool]] = ()) -> pa.
         return table
     # Stable: a key's rows stay in write order, so the last of each run of equal keys wins.
     order, first = key_runs(table.column("key"), after=after)
-    last = np.ones(n, dtype=bool)
-    last[:-1] = first[1:]
-    winners = order[last]
+    winners = order[run_lasts(first)]
     live = pc.is_valid(table.column("value")).to_numpy(zero_copy_only=False)
     return table.take(pa.array(winners[live[winners]]))  # one copy, tombstones left out
 
