@@ -237,7 +237,7 @@ def _store_rows(
     kept = kept[np.argsort(_java_div(state.times[kept], interval), kind="stable")]
     rows = state.rows.take(pa.array(kept))
     pieces = [big_endian_column(_java_div(state.times[kept], interval)), rows.column("key")]
-    pieces += [big_endian_column(values[kept], width) for values, width in state.suffix]
+    pieces += [big_endian_column(field[kept], width) for field, width in state.suffix]
     keys = pc.binary_join_element_wise(
         *(piece.cast(_BYTES) for piece in pieces), pa.scalar(b"", _BYTES)
     )
