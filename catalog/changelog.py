@@ -36,9 +36,10 @@ CHANGELOG_DIR = "changelog"
 
 #: How changelog and snapshot files are written (see the module doc).
 IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
-#: Rows per record batch of a changelog or snapshot file. A read takes a partition's rows as
-#: one table, and Arrow copies a table of several batches whole to make its columns
-#: contiguous; a file of one batch is read as it is. A batch holds at most this many.
+#: Rows per record batch of a changelog or snapshot file (at most). A read takes a partition's
+#: rows as one table, and Arrow copies a table of several batches whole to make its columns
+#: contiguous; a file of one batch is read as it is. Loading a snapshot into RocksDB holds one
+#: batch at a time.
 FILE_BATCH_ROWS = 1 << 20
 
 

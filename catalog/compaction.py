@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog import changelog as changelog_files
 from catalog.changelog import IPC_OPTIONS, changelog_batches
 from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
 from catalog.paths import snapshot_path
@@ -176,7 +177,7 @@ def write_snapshot(
 
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, SNAPSHOT_SCHEMA, options=IPC_OPTIONS) as writer:
-        writer.write_table(snapshot, max_chunksize=1 << 16)
+        writer.write_table(snapshot, max_chunksize=changelog_files.FILE_BATCH_ROWS)
     data = sink.getvalue().to_pybytes()
     rel = snapshot_path(partition, write_id)
     storage.write_bytes(data, store_dir, rel)

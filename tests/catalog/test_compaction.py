@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from catalog import Catalog, StoreTable, commit_log
+from catalog import Catalog, StoreTable, changelog, commit_log
 from catalog.cli import main as cli
 from catalog.commit_log import COMMITS_DIR, record_name
 from catalog.compaction import compact, dump, load_snapshot, tail_files
@@ -72,7 +72,16 @@ def catalog(warehouse: str, tmp_path: Path) -> Catalog:
     return Catalog(warehouse, cache_dir=str(tmp_path / "cache"), compact_after_files=0)
 
 
+@pytest.fixture(params=["one batch", "batches of 3 rows"])
+def batch_rows(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Changelog and snapshot files of one record batch, or of many (a column family's run
+    then spans batches: read as one run, loaded a batch at a time)."""
+    if request.param != "one batch":
+        monkeypatch.setattr(changelog, "FILE_BATCH_ROWS", 3)
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.usefixtures("batch_rows")
 def test_a_snapshot_holds_exactly_the_state_the_log_gives(
     catalog: Catalog, tmp_path: Path, kind: str
 ) -> None:
@@ -97,6 +106,7 @@ def test_a_snapshot_holds_exactly_the_state_the_log_gives(
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.usefixtures("batch_rows")
 def test_reads_after_compaction_equal_reads_before_at_every_commit(
     catalog: Catalog, tmp_path: Path, kind: str
 ) -> None:
