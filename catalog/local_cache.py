@@ -40,7 +40,7 @@ import sys
 import tempfile
 import uuid
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -49,7 +49,7 @@ from catalog import faults
 from catalog.changelog import read_changelog
 from catalog.commit_log import CommitLog, RestorePlan
 from catalog.compaction import load_snapshot, snapshot_runs
-from catalog.kinds import StoreKind, kind_of
+from catalog.kinds import kind_of
 from catalog.spec import StoreSpec
 from catalog.storage import Storage
 from stores.errors import CorruptDataError, StoreNotFoundError
@@ -191,24 +191,24 @@ class PartitionCache:
             if path == self.path:
                 shutil.rmtree(self.path + ".scans", ignore_errors=True)
             snapshot = plan.snapshot if plan.snapshot and plan.snapshot.base is not None else None
-            rows = None
+            commits: Iterable[tuple[int, pa.Table]] = self._commit_tables(plan)
             # A database that starts over from the log alone gets its state from columns where
             # the kind computes it; a snapshot is ingested as it is (its runs are the rows),
             # and the short tail after it applied.
-            starts_over = (applied == 0 or plan.reset) and snapshot is None
-            if starts_over and type(self.kind).store_rows is not StoreKind.store_rows:
-                rows = self.kind.store_rows(*self._columns(plan), self.spec.params)
-            if rows is not None:
-                # The state computed from columns, ingested as SST files into an empty
-                # database, as a snapshot is (a crash before the offset is committed leaves a
-                # database that committed nothing, which starts over the same way).
-                tx = self._emptied(tx, path)
-                for family, (keys, values) in rows.items():
-                    tx.db.ingest_sorted(family, _slices(keys, values))
-                tx.commit(target)
-                faults.point("cache.applied")
-                return target
-            if snapshot is not None and snapshot.base is not None:
+            if (applied == 0 or plan.reset) and snapshot is None:
+                commits = list(commits)  # read once: for the columns, or for the store after
+                rows = self.kind.store_rows({}, [t for _, t in commits], self.spec.params)
+                if rows is not None:
+                    # The state computed from columns, ingested as SST files into an empty
+                    # database, as a snapshot is (a crash before the offset is committed leaves
+                    # a database that committed nothing, which starts over the same way).
+                    tx = self._emptied(tx, path)
+                    for family, (keys, values) in rows.items():
+                        tx.db.ingest_sorted(family, _slices(keys, values))
+                    tx.commit(target)
+                    faults.point("cache.applied")
+                    return target
+            if snapshot is not None:
                 # A snapshot is ingested as SST files into an empty database (ingest bypasses
                 # the batch): the old one goes first. A crash before the offset is committed
                 # leaves a database that committed nothing, which starts over the same way.
@@ -222,18 +222,9 @@ class PartitionCache:
                 for family in self._families:
                     tx.db.clear(family)
                 tx.reopen()
-            for record in plan.records:
-                # One commit's files are applied as one table: a kind may order its rows (the
-                # versioned kind sorts by timestamp), and how Spark split them into tasks and
-                # files must not matter.
-                tables = [
-                    read_changelog(self.storage, self.store_dir, ref)
-                    for ref in record.files_for(self.partition)
-                ]
-                if not tables:
-                    continue  # nothing for this partition: committed with the next one
-                self.kind.apply(tx.store, pa.concat_tables(tables), self.spec.params)
-                tx.commit(record.id)
+            for commit_id, table in commits:
+                self.kind.apply(tx.store, table, self.spec.params)
+                tx.commit(commit_id)
                 faults.point("cache.applied")
             if tx.committed_offset() != target:
                 tx.commit(target)  # commits after the last one with files for this partition
@@ -435,16 +426,18 @@ class PartitionCache:
             for ref in plan.snapshot.files_for(self.partition):
                 for family, keys, values in snapshot_runs(self.storage, self.store_dir, ref):
                     runs[family] = (keys, values)
-        commits = []
+        return runs, [table for _, table in self._commit_tables(plan)]
+
+    def _commit_tables(self, plan: RestorePlan) -> Iterator[tuple[int, pa.Table]]:
+        """``(commit id, changelog table)`` of each commit of the plan with files for this
+        partition, read as they are asked for (every file checked against its size and
+        CRC-32). A commit's files are one table: a kind may order its rows (the versioned kind
+        sorts by timestamp), and how Spark split them into tasks and files must not matter."""
         for record in plan.records:
             files = record.files_for(self.partition)
-            if files:
-                commits.append(
-                    pa.concat_tables(
-                        read_changelog(self.storage, self.store_dir, ref) for ref in files
-                    )
-                )
-        return runs, commits
+            if files:  # (a commit with none for this partition is committed with a later one)
+                tables = (read_changelog(self.storage, self.store_dir, ref) for ref in files)
+                yield record.id, pa.concat_tables(tables)
 
     def _scan_latest_to(
         self,
