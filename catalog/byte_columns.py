@@ -113,6 +113,13 @@ class ByteColumn:
         return (value >> 1) ^ -(value & 1), size
 
 
+def segment_ids(times: Ints, interval: int) -> Ints:
+    """The segment id of each time (Java's truncating division): ``stores.segments.segment_id``
+    and ``stores.versioned_format.segment_id`` over an array, for the keys' segment prefixes."""
+    quotient = np.abs(times) // interval
+    return np.where(times >= 0, quotient, -quotient)
+
+
 def stored_values(
     values: pa.Array | pa.ChunkedArray,
     *,
@@ -161,4 +168,4 @@ def value_columns(raws: ByteColumn, timestamped: bool, headers: bool) -> dict[st
     return out
 
 
-__all__ = ["ByteColumn", "Ints", "value_columns"]
+__all__ = ["ByteColumn", "Ints", "segment_ids", "stored_values", "value_columns"]

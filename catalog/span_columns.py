@@ -33,13 +33,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.byte_columns import ByteColumn, stored_values, value_columns
+from catalog.byte_columns import ByteColumn, segment_ids, stored_values, value_columns
 from catalog.key_sort import key_runs, run_lasts
 from stores._window_bulk import EXPIRED_SEGMENT_WARNING
 from stores.arrow_bytes import big_endian_column
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.segments import PREFIX_SIZE as _PREFIX
-from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY
+from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY, segment_id
 from stores.window_format import MAX_LONG, MAX_SEQNUM, SEQNUM_KEY, encode_seqnum
 
 _TIME = pa.int64()
@@ -102,7 +102,7 @@ def _window_state(
     keys = rows.column("key") if present is None else rows.column("key").take(pa.array(present))
     order, first = key_runs(
         keys,
-        before=[(_segment_ids(starts[at], interval), False)],
+        before=[(segment_ids(starts[at], interval), False)],
         suffix=[(starts[at], 8), (seqnums[at], 4)],
     )
     last = run_lasts(first)
@@ -230,13 +230,16 @@ def _store_rows(
     reached the store. Keys come out ascending: segment, then store key bytes."""
     interval = params["segment_interval_ms"]
     winners = state.winners
-    segments = _java_div(state.times[winners], interval)
-    first_live = int(_java_div(np.array([state.stream_time - params["retention_ms"]]), interval)[0])
-    kept = winners[state.written[winners] & (segments >= first_live)]
+    segments = segment_ids(state.times[winners], interval)
+    live = state.written[winners] & (
+        segments >= segment_id(state.stream_time - params["retention_ms"], interval)
+    )
+    kept, segments = winners[live], segments[live]
     # Segment first (sessions' winners are in store key order only); stable.
-    kept = kept[np.argsort(_java_div(state.times[kept], interval), kind="stable")]
+    by_segment = np.argsort(segments, kind="stable")
+    kept, segments = kept[by_segment], segments[by_segment]
     rows = state.rows.take(pa.array(kept))
-    pieces = [big_endian_column(_java_div(state.times[kept], interval)), rows.column("key")]
+    pieces = [big_endian_column(segments), rows.column("key")]
     pieces += [big_endian_column(field[kept], width) for field, width in state.suffix]
     keys = pc.binary_join_element_wise(
         *(piece.cast(_BYTES) for piece in pieces), pa.scalar(b"", _BYTES)
@@ -391,26 +394,14 @@ def _stream_time(
         # retention can be (segments are monotonic in time), so only those are divided.
         old = part < met - retention
         if old.any():
-            dropped += int(
-                (_java_div(part[old], interval) < _java_div(met[old] - retention, interval)).sum()
-            )
+            first_live = segment_ids(met[old] - retention, interval)
+            dropped += int((segment_ids(part[old], interval) < first_live).sum())
         reached = int(met.max())
     if dropped:
         logging.getLogger(f"stores.{kind}").warning(
             "%s (%d records)", EXPIRED_SEGMENT_WARNING, dropped
         )
     return reached
-
-
-def _java_div(values: np.ndarray[Any, Any], interval: int) -> np.ndarray[Any, Any]:
-    """``stores.segments.segment_id`` over an array (Java's truncating division)."""
-    quotient = np.abs(values) // interval
-    return np.where(values >= 0, quotient, -quotient)
-
-
-def _segment_ids(stamps: np.ndarray[Any, Any], interval: int) -> pa.Array:
-    # Segment times here are >= 0: floor and Java's truncating division agree.
-    return pa.array(stamps // interval)
 
 
 def _capped_ends(starts: pa.Array, size: int) -> pa.Array:

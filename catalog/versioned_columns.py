@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.byte_columns import ByteColumn
+from catalog.byte_columns import ByteColumn, segment_ids
 from catalog.key_sort import key_runs
 from stores.arrow_bytes import big_endian_column, binary_data, binary_from, binary_offsets
 from stores.errors import CorruptDataError
@@ -48,6 +48,7 @@ from stores.versioned_format import (
     NO_TIMESTAMP,
     STREAM_TIME_KEY,
     TIMESTAMP_SIZE,
+    segment_id,
 )
 
 _TIME = pa.int64()
@@ -111,7 +112,7 @@ def versioned_read(
         if time_to is not None and time_to < horizon:
             keep = latest & (starts <= time_to)
         else:
-            live = _segment_ids(ends, interval) >= _segment_ids(np.array([horizon]), interval)[0]
+            live = segment_ids(ends, interval) >= segment_id(horizon, interval)
             keep = is_put & (~has_end | live)
             if time_to is not None:
                 keep &= starts <= time_to
@@ -227,9 +228,9 @@ def versioned_rows(
     # With puts only, a key's last history row is the one without an end: key boundaries.
     key_ids = np.cumsum(np.concatenate([[1], ~ideal.has_end[:-1]]))
     ended = np.flatnonzero(ideal.has_end)
-    segments = _segment_ids(ideal.ends[ended], interval)
-    first_live = _segment_ids(np.array([ideal.stream_time - retention]), interval)[0]
-    ended, segments = ended[segments >= first_live], segments[segments >= first_live]
+    segments = segment_ids(ideal.ends[ended], interval)
+    live = segments >= segment_id(ideal.stream_time - retention, interval)
+    ended, segments = ended[live], segments[live]
     rows = _segment_rows(ideal, ended, key_ids[ended], segments, keys, values)
     metadata: tuple[list[bytes], list[bytes]] = ([], [])
     if ideal.stream_time != NO_TIMESTAMP:
@@ -438,12 +439,6 @@ def _history(
     ends = np.zeros(len(starts), dtype=np.int64)
     ends[:-1] = starts[1:]
     return rows, starts, np.where(next_same, ends, 0), next_same
-
-
-def _segment_ids(stamps: _Ints, interval: int) -> _Ints:
-    """``versioned_format.segment_id`` over an array (Java's truncating division)."""
-    quotient = np.abs(stamps) // interval
-    return np.where(stamps >= 0, quotient, -quotient)
 
 
 __all__ = ["RAW", "Base", "snapshot_records", "versioned_read", "versioned_rows"]
