@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from stores.arrow_bytes import big_endian_column, binary_offsets, varint_column
+from stores.arrow_bytes import big_endian_column, binary_offsets, concat_rows, varint_column
 from stores.errors import CorruptDataError
 
 _BYTES = pa.large_binary()
@@ -140,11 +139,7 @@ def stored_values(
         given = whole(headers).fill_null(b"")
         sizes = np.diff(binary_offsets(given))
         pieces[:0] = [varint_column(2 * sizes), given]  # zig-zag: 2n for n >= 0
-    if len(pieces) == 1:
-        return pieces[0].cast(_BYTES)
-    return pc.binary_join_element_wise(
-        *(piece.cast(_BYTES) for piece in pieces), pa.scalar(b"", _BYTES)
-    )
+    return concat_rows(*pieces)
 
 
 def value_columns(raws: ByteColumn, timestamped: bool, headers: bool) -> dict[str, pa.Array]:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn
-from stores.arrow_bytes import binary_data, binary_from, binary_offsets, varint_column
+from stores.arrow_bytes import binary_data, binary_from, binary_offsets, concat_rows, varint_column
 from stores.errors import CorruptDataError, InvalidOptionError
 
 #: The typed ``headers`` column: Kafka's headers, in order, duplicates and null values kept.
@@ -53,10 +53,9 @@ def headers_from_arrow(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     values = flat.field("value").cast(pa.binary())
     key_sizes = pc.binary_length(keys).to_numpy(zero_copy_only=False).astype(np.int64)
     value_sizes = pc.binary_length(values).fill_null(-1).to_numpy(zero_copy_only=False)
-    empty = pa.scalar(b"", pa.binary())
-    each = pc.binary_join_element_wise(
+    each = concat_rows(
         varint_column(_zigzag(key_sizes)), keys,
-        varint_column(_zigzag(value_sizes.astype(np.int64))), values.fill_null(b""), empty,
+        varint_column(_zigzag(value_sizes.astype(np.int64))), values.fill_null(b""), large=False,
     )  # fmt: skip
     # A row's headers: one range of ``each``'s bytes, from its first header to its last.
     header_offsets = binary_offsets(each)
@@ -64,8 +63,10 @@ def headers_from_arrow(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     np.cumsum(counts, out=ends[1:])
     data = binary_data(each)
     bodies = binary_from(data, header_offsets[ends])
-    prefix = pc.if_else(pa.array(counts > 0), varint_column(_zigzag(counts)), empty)
-    return pc.binary_join_element_wise(prefix, bodies, empty).cast(pa.binary())
+    prefix = pc.if_else(
+        pa.array(counts > 0), varint_column(_zigzag(counts)), pa.scalar(b"", pa.binary())
+    )
+    return concat_rows(prefix, bodies, large=False)
 
 
 def headers_to_arrow(raw: pa.Array | pa.ChunkedArray) -> pa.Array:

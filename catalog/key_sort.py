@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stores.arrow_bytes import binary_data, binary_offsets
+from stores.arrow_bytes import big_endian_column, binary_data, binary_offsets, concat_rows
 
 #: Keys up to this many bytes are sorted by numpy; longer ones by Arrow.
 MAX_WORDS_BYTES = 32
@@ -162,14 +162,8 @@ def _unsigned(values: Any, width: int) -> np.ndarray:
 def joined(keys: pa.Array, suffix: Sequence[Suffix]) -> pa.Array:
     """``key + suffix`` per row (large binary), each suffix field a big-endian integer of its
     width: a store's binary keys (``window_format``, ``session_format``)."""
-    parts = [keys.cast(pa.large_binary())]
-    for values, width in suffix:
-        raw = np.asarray(values).astype(f">i{width}").tobytes()
-        fixed = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(width), len(values), [None, pa.py_buffer(raw)]
-        )
-        parts.append(fixed.cast(pa.large_binary()))
-    return pc.binary_join_element_wise(*parts, pa.scalar(b"", pa.large_binary()))
+    fields = (big_endian_column(np.asarray(values), width) for values, width in suffix)
+    return concat_rows(keys, *fields)
 
 
 def _arrow_order(

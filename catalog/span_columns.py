@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 from catalog.byte_columns import ByteColumn, segment_ids, stored_values, value_columns
 from catalog.key_sort import key_runs, run_lasts
 from stores._window_bulk import EXPIRED_SEGMENT_WARNING
-from stores.arrow_bytes import big_endian_column
+from stores.arrow_bytes import big_endian_column, concat_rows
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.segments import PREFIX_SIZE as _PREFIX
 from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY, segment_id
@@ -239,11 +239,8 @@ def _store_rows(
     by_segment = np.argsort(segments, kind="stable")
     kept, segments = kept[by_segment], segments[by_segment]
     rows = state.rows.take(pa.array(kept))
-    pieces = [big_endian_column(segments), rows.column("key")]
-    pieces += [big_endian_column(field[kept], width) for field, width in state.suffix]
-    keys = pc.binary_join_element_wise(
-        *(piece.cast(_BYTES) for piece in pieces), pa.scalar(b"", _BYTES)
-    )
+    fields = (big_endian_column(field[kept], width) for field, width in state.suffix)
+    keys = concat_rows(big_endian_column(segments), rows.column("key"), *fields)
     values = stored_values(
         rows.column("value"),
         stamps=rows.column("timestamp") if timestamped else None,

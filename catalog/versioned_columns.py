@@ -40,7 +40,13 @@ import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn, segment_ids
 from catalog.key_sort import key_runs
-from stores.arrow_bytes import big_endian_column, binary_data, binary_from, binary_offsets
+from stores.arrow_bytes import (
+    big_endian_column,
+    binary_data,
+    binary_from,
+    binary_offsets,
+    concat_rows,
+)
 from stores.errors import CorruptDataError
 from stores.versioned_format import (
     LATEST_PREFIX,
@@ -53,7 +59,6 @@ from stores.versioned_format import (
 
 _TIME = pa.int64()
 _BYTES = pa.large_binary()
-_EMPTY = pa.scalar(b"", _BYTES)
 _Ints = np.ndarray[Any, Any]
 _WIDE = pa.schema(
     [
@@ -216,13 +221,9 @@ def versioned_rows(
     keys = ideal.rows.column("key").combine_chunks()
     # Latest values: each key's version with no end (history order is key order).
     newest = ideal.rows_of[~ideal.has_end]
-    latest_keys = pc.binary_join_element_wise(
-        pa.scalar(LATEST_PREFIX, _BYTES), keys.take(pa.array(newest)).cast(_BYTES), _EMPTY
-    )
-    latest_values = pc.binary_join_element_wise(
-        big_endian_column(ideal.starts[~ideal.has_end]).cast(_BYTES),
-        values.take(pa.array(newest)).cast(_BYTES),
-        _EMPTY,
+    latest_keys = concat_rows(LATEST_PREFIX, keys.take(pa.array(newest)))
+    latest_values = concat_rows(
+        big_endian_column(ideal.starts[~ideal.has_end]), values.take(pa.array(newest))
     )
     # Older versions in live segments, grouped in rows by (key, segment of their end).
     # With puts only, a key's last history row is the one without an end: key boundaries.
@@ -297,10 +298,8 @@ def _segment_rows(
     np.cumsum(row_sizes, out=offsets[1:])
     data = binary_data(joined)[int(binary_offsets(joined)[0]) :][: int(offsets[-1])]
     row_bytes = binary_from(data, offsets).cast(_BYTES)
-    row_keys = pc.binary_join_element_wise(
-        big_endian_column(segments[firsts]).cast(_BYTES),
-        keys.take(pa.array(ideal.rows_of[versions[firsts]])).cast(_BYTES),
-        _EMPTY,
+    row_keys = concat_rows(
+        big_endian_column(segments[firsts]), keys.take(pa.array(ideal.rows_of[versions[firsts]]))
     )
     by_segment = pa.array(np.argsort(segments[firsts], kind="stable"))  # rows are in key order
     return row_keys.take(by_segment), row_bytes.take(by_segment)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def binary_offsets(array: pa.Array) -> np.ndarray:
@@ -72,3 +73,11 @@ def big_endian_column(values: np.ndarray, width: int = 8) -> pa.Array:
     for 8), as a binary array."""
     data = np.ascontiguousarray(values.astype(f">i{width}")).view(np.uint8)
     return binary_from(data, np.arange(len(values) + 1, dtype=np.int64) * width)
+
+
+def concat_rows(*pieces: pa.Array | bytes, large: bool = True) -> pa.Array:
+    """Per row, the ``pieces`` back to back: binary arrays of one length, or ``bytes`` the same
+    in every row; large binary (``large``) or binary (the pieces' bytes must then fit 2 GiB)."""
+    kind = pa.large_binary() if large else pa.binary()
+    parts = [pa.scalar(p, kind) if isinstance(p, bytes) else p.cast(kind) for p in pieces]
+    return pc.binary_join_element_wise(*parts, pa.scalar(b"", kind))

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from stores.arrow_bytes import binary_from, binary_offsets, varint_column
+from stores.arrow_bytes import binary_from, binary_offsets, concat_rows, varint_column
 
 #: Data block size target (RocksDB's ``block_size``; its default is 4 KiB). Larger blocks mean
 #: fewer checksum calls and index entries; a lookup decodes one block by binary search.
@@ -96,9 +96,7 @@ def _blocks(
     last = np.zeros(n, dtype=bool)
     last[np.append(first_of_block[1:], n) - 1] = True
     tail = binary_from(tails, np.concatenate([[0], tail_offsets[block_of + last]]))
-    joined = pc.binary_join_element_wise(
-        header, keys, pa.scalar(suffix, pa.binary()), values, tail, pa.scalar(b"", pa.binary())
-    )
+    joined = concat_rows(header, keys, suffix, values, tail, large=False)
     sizes = np.append(block_entry_base[1:], entry_ends[-1]) - block_entry_base + 4 * counts + 4
     starts = np.cumsum(sizes) - sizes
     total = int(entry_ends[-1]) + len(tails)
