@@ -98,16 +98,16 @@ def _window_state(
     stream_time = _stream_time(starts, seen, sizes, retention, interval, "window", base.stream_time)
     # One sort: segment, then store key bytes (Kafka's scan order). It is stable and a store
     # key's writes share a window start, so they stay in apply order: the last one wins.
+    suffix = [(starts, 8), (seqnums, 4)]
     at = slice(None) if present is None else present
     keys = rows.column("key") if present is None else rows.column("key").take(pa.array(present))
     order, first = key_runs(
         keys,
         before=[(segment_ids(starts[at], interval), False)],
-        suffix=[(starts[at], 8), (seqnums[at], 4)],
+        suffix=[(field[at], width) for field, width in suffix],
     )
     last = run_lasts(first)
     winners = order[last] if present is None else present[order[last]]
-    suffix = [(starts, 8), (seqnums, 4)]
     return _State(rows, winners, written, starts, suffix, stream_time, last_seqnum)
 
 
@@ -175,9 +175,10 @@ def _session_state(
     )  # fmt: skip
     # One sort: store key bytes (Kafka's order across segments). It is stable and a store
     # key's writes share a session end, so they stay in apply order: the last one wins.
-    order, first = key_runs(rows.column("key"), suffix=[(ends, 8), (starts, 8)])
+    suffix = [(ends, 8), (starts, 8)]
+    order, first = key_runs(rows.column("key"), suffix=suffix)
     written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
-    return _State(rows, order[run_lasts(first)], written, ends, [(ends, 8), (starts, 8)], stream_time, 0)
+    return _State(rows, order[run_lasts(first)], written, ends, suffix, stream_time, 0)
 
 
 def session_read(

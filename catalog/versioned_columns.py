@@ -232,11 +232,12 @@ def versioned_rows(
     segments = segment_ids(ideal.ends[ended], interval)
     live = segments >= segment_id(ideal.stream_time - retention, interval)
     ended, segments = ended[live], segments[live]
-    rows = _segment_rows(ideal, ended, key_ids[ended], segments, keys, values)
     metadata: tuple[list[bytes], list[bytes]] = ([], [])
     if ideal.stream_time != NO_TIMESTAMP:
         metadata = ([STREAM_TIME_KEY], [ideal.stream_time.to_bytes(8, "big", signed=True)])
-    segment_keys, segment_values = rows if rows is not None else (latest_keys[:0], latest_values[:0])
+    segment_keys, segment_values = _segment_rows(
+        ideal, ended, key_ids[ended], segments, keys, values
+    )
     return {
         # Segment ids are >= 0: their prefixes sort below the latest prefix (-1).
         "default": (
@@ -254,14 +255,14 @@ def _segment_rows(
     segments: _Ints,
     keys: pa.Array,
     values: pa.Array,
-) -> tuple[pa.Array, pa.Array] | None:
+) -> tuple[pa.Array, pa.Array]:
     """Kafka's segment rows of ``versions`` (indices into the history, in its order), one per
     run of equal (key, segment): ``[segment][key]`` -> ``SegmentValue`` bytes, sorted by
     segment, then key bytes. The rows' bytes are one take of their pieces (headers, entries,
     values) in row order, cut at the rows' sizes."""
     n = len(versions)
     if n == 0:
-        return None
+        return pa.array([], _BYTES), pa.array([], _BYTES)
     new_row = np.ones(n, dtype=bool)
     new_row[1:] = (key_ids[1:] != key_ids[:-1]) | (segments[1:] != segments[:-1])
     row_of = np.cumsum(new_row) - 1
@@ -278,13 +279,9 @@ def _segment_rows(
     header[:, 0], header[:, 1] = ends[lasts], starts[firsts]
     entry = np.zeros(n, dtype=[("ts", ">i8"), ("size", ">i4")])
     entry["ts"], entry["size"] = starts, sizes
-    pieces = pa.concat_arrays(
-        [
-            binary_from(header.view(np.uint8).ravel(), np.arange(g + 1, dtype=np.int64) * 16),
-            binary_from(entry.view(np.uint8).ravel(), np.arange(n + 1, dtype=np.int64) * 12),
-        ]
-    ).cast(_BYTES)
-    pieces = pa.concat_arrays([pieces, taken])
+    headers = binary_from(header.view(np.uint8).ravel(), np.arange(g + 1, dtype=np.int64) * 16)
+    entries = binary_from(entry.view(np.uint8).ravel(), np.arange(n + 1, dtype=np.int64) * 12)
+    pieces = pa.concat_arrays([headers.cast(_BYTES), entries.cast(_BYTES), taken])
     # Row r: its header, its entries newest first, its values oldest first.
     base = np.cumsum(np.concatenate([[0], 1 + 2 * counts[:-1]]))
     order = np.empty(g + 2 * n, dtype=np.int64)
