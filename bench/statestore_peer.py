@@ -19,19 +19,9 @@ import argparse
 import shutil
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
-from _spark import full_read, session
-
-
-def median_seconds(action, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for i in range(repeat):
-        start = time.perf_counter()
-        action(i)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from _spark import full_read, seconds, session
 
 
 def main() -> None:
@@ -81,14 +71,18 @@ def main() -> None:
 
         full_read(store(f"s{args.repeat}"))  # warm-up: workers, imports, JIT
         full_read(peer)
+        def median(read) -> float:  # type: ignore[no-untyped-def]
+            """Median seconds of ``read(i)`` for each of the measured stores ``i``."""
+            return statistics.median(seconds(lambda i=i: read(i)) for i in range(args.repeat))
+
         figures = {
-            "statestore read": median_seconds(lambda i: full_read(peer), args.repeat),
-            "store read (first)": median_seconds(lambda i: full_read(store(f"s{i}")), args.repeat),
-            "store read (second)": median_seconds(lambda i: full_read(store(f"s{i}")), args.repeat),
+            "statestore read": median(lambda i: full_read(peer)),
+            "store read (first)": median(lambda i: full_read(store(f"s{i}"))),
+            "store read (second)": median(lambda i: full_read(store(f"s{i}"))),
         }
         print(f"{args.rows:,} keys, {args.partitions} partitions, median of {args.repeat}")
-        for name, seconds in figures.items():
-            print(f"{name:<22} median {seconds:6.3f} s  {args.rows / seconds:12,.0f} rows/s")
+        for name, took in figures.items():
+            print(f"{name:<22} median {took:6.3f} s  {args.rows / took:12,.0f} rows/s")
         peer_s = figures["statestore read"]
         print(f"ratio first read / statestore read:  {peer_s / figures['store read (first)']:.2f}x")
         print(f"ratio second read / statestore read: {peer_s / figures['store read (second)']:.2f}x")
