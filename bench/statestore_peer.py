@@ -19,6 +19,8 @@ import argparse
 import shutil
 import statistics
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from _spark import full_read, seconds, session
@@ -71,9 +73,9 @@ def main() -> None:
 
         full_read(store(f"s{args.repeat}"))  # warm-up: workers, imports, JIT
         full_read(peer)
-        def median(read) -> float:  # type: ignore[no-untyped-def]
+        def median(read: Callable[[int], None]) -> float:
             """Median seconds of ``read(i)`` for each of the measured stores ``i``."""
-            return statistics.median(seconds(lambda i=i: read(i)) for i in range(args.repeat))
+            return statistics.median(seconds(partial(read, i)) for i in range(args.repeat))
 
         figures = {
             "statestore read": median(lambda i: full_read(peer)),
