@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import zlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -166,7 +167,7 @@ def test_a_damaged_scan_file_is_rebuilt_not_served(
     assert _rows(table) == _expected()
     cache = _cache(catalog, table)
     scan = Path(cache.path + ".scans") / f"{table.log.latest_id():020d}.arrow"
-    crc = Path(str(scan) + ".crc32")
+    crc = Path(str(scan) + ".xxh3")
     assert scan.exists() and crc.exists()
     good = scan.read_bytes()
     if damage == "flipped":
@@ -179,6 +180,20 @@ def test_a_damaged_scan_file_is_rebuilt_not_served(
         crc.write_text("zz")
     assert _rows(table) == _expected()
     assert scan.read_bytes() == good and crc.exists()  # rebuilt, checksummed again
+
+
+def test_a_scan_file_kept_with_an_older_checksum_is_rebuilt(
+    catalog: Catalog, table: StoreTable
+) -> None:
+    assert _rows(table) == _expected()
+    scan = Path(_cache(catalog, table).path + ".scans") / f"{table.log.latest_id():020d}.arrow"
+    checksum = Path(str(scan) + ".xxh3")
+    good = scan.read_bytes()
+    legacy = Path(str(scan) + ".crc32")  # what versions before XXH3 kept beside it
+    legacy.write_text(f"{zlib.crc32(good):08x}")
+    checksum.unlink()
+    assert _rows(table) == _expected()
+    assert scan.read_bytes() == good and checksum.exists() and not legacy.exists()
 
 
 def test_a_catch_up_that_rocksdb_reports_damaged_is_rebuilt_not_deadlocked(
@@ -223,4 +238,4 @@ def test_a_first_read_stopped_early_keeps_no_scan_file(catalog: Catalog, table: 
     assert not scan.exists()
     assert not [n for n in os.listdir(os.path.dirname(cache.path)) if n.startswith("scan-")]
     assert _rows(table) == _expected()  # a whole read keeps it
-    assert scan.exists() and Path(str(scan) + ".crc32").exists()
+    assert scan.exists() and Path(str(scan) + ".xxh3").exists()
