@@ -173,12 +173,8 @@ def _ideal(commits: list[pa.Table], retention: int, base: Base | None) -> _Ideal
     stream_time = int(reached[-1])
     accepted_in_order = in_order >= before - retention
     accepted_in_order[: prior.num_rows] = True  # the snapshot's state, applied already
-    rank = np.empty(n, dtype=np.int64)
-    rank[applied] = np.arange(n, dtype=np.int64)
-    accepted = np.empty(n, dtype=bool)
-    accepted[applied] = accepted_in_order
     history = _history(
-        rows.column("key"), stamps, puts, rank, np.flatnonzero(accepted), implied, prior.num_rows
+        rows.column("key"), stamps, puts, applied[accepted_in_order], implied, prior.num_rows
     )
     if history is None:
         return None
@@ -393,22 +389,22 @@ def _history(
     keys: pa.ChunkedArray | pa.Array,
     stamps: _Ints,
     puts: _Ints,
-    rank: _Ints,
     rows: _Ints,
     implied: int = 0,
     prior: int = 0,
 ) -> tuple[_Ints, _Ints, _Ints, _Ints] | None:
-    """Per key, the last record applied at each time, among ``rows``, sorted by (key, time):
-    their row indices, starts, each one's end (the key's next time) and whether it has one;
-    None if a time of a key holds a tombstone and another record (Kafka's departure, see the
-    module doc). Only keys are copied (to compare neighbours), not values.
+    """Per key, the last record applied at each time, among ``rows`` (row indices in the
+    order they are applied), sorted by (key, time): their row indices, starts, each one's end
+    (the key's next time) and whether it has one; None if a time of a key holds a tombstone
+    and another record (Kafka's departure, see the module doc). Only keys are copied (to
+    compare neighbours), not values. The sort is stable: within a key and time, records stay
+    in the order they are applied, with no column to say so.
 
     Rows below ``implied`` are a snapshot's implied tombstones, applied first: one is void
     where another of the snapshot's ``prior`` rows has its key and time (``Base``)."""
-    everything = len(rows) == len(stamps)  # then ``rows`` is every index, ascending
+    given = len(rows) == len(stamps) and bool((rows[1:] > rows[:-1]).all())
     order, first = key_runs(
-        keys if everything else keys.take(pa.array(rows)),
-        after=[(stamps[rows], False), (rank[rows], False)],
+        keys if given else keys.take(pa.array(rows)), after=[(stamps[rows], False)]
     )
     rows = rows[order]
     n = len(rows)
@@ -419,7 +415,7 @@ def _history(
     tie = next_same.copy()
     tie[:-1] &= starts[:-1] == starts[1:]
     if implied and tie.any():
-        # Sorted by rank within a time, an implied tombstone comes before the records there.
+        # In apply order within a time, an implied tombstone comes before the records there.
         void = tie & (rows < implied)
         void[:-1] &= rows[1:] < prior
         if void.any():
