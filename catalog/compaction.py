@@ -1,8 +1,11 @@
 """Compaction: per-partition snapshots of a store's state, published through the commit log.
 
 Without it, a new executor replays every changelog file since the store was created. A
-compaction materializes each partition at commit ``base``, writes its state as one snapshot
-file, and publishes a ``compact`` record listing them (``catalog.commit_log``). Readers then
+compaction computes each partition's state at commit ``base`` from the previous snapshot and
+the changelog after it, with Arrow (``StoreKind.store_rows``: Kafka's rows, byte for byte; a
+versioned store's tail after a snapshot, or its tombstones, are left to its store, whose cache
+is brought to ``base`` and dumped), writes it as one snapshot file, and publishes a ``compact``
+record listing them (``catalog.commit_log``). Readers then
 load the newest snapshot and replay only the commits after its base; readers pinned to older
 commits keep replaying the log, whose files stay until vacuumed.
 
@@ -32,6 +35,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,6 +44,7 @@ from catalog.changelog import IPC_OPTIONS, changelog_batches
 from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
 from catalog.paths import snapshot_path
 from catalog.storage import Storage
+from stores.arrow_bytes import binary_from, binary_offsets
 
 if TYPE_CHECKING:
     from catalog.catalog import StoreTable
@@ -55,6 +60,8 @@ SNAPSHOT_SCHEMA = pa.schema(
 #: A commit that leaves a partition with more changelog files than this to replay (since its
 #: newest snapshot or overwrite) compacts that partition.
 COMPACT_AFTER_FILES = 64
+#: At most this many bytes of keys and values in one record batch of a snapshot.
+_PIECE_BYTES = 1 << 30
 
 _log = logging.getLogger(__name__)
 
@@ -111,8 +118,7 @@ def compact(
         for partition in partitions if partitions is not None else range(spec.num_partitions):
             if tail_files(table.log, partition, base) < max(min_tail_files, 1):
                 continue
-            with table.partition_cache(partition).open_at(base) as (store, _):
-                snapshot = dump(store.wrapped, families)
+            snapshot = _state_at(table, partition, base, families)
             files.append(write_snapshot(storage, spec.name, partition, snapshot, write_id))
             if progress is not None:
                 progress(f"partition {partition}: {snapshot.num_rows} rows at commit {base}")
@@ -151,22 +157,68 @@ def maybe_compact(table: StoreTable, threshold: int = COMPACT_AFTER_FILES) -> No
         _log.warning("automatic compaction of store %r failed", table.spec.name, exc_info=True)
 
 
+def _state_at(table: StoreTable, partition: int, base: int, families: tuple[str, ...]) -> pa.Table:
+    """The snapshot table of ``partition`` at commit ``base``.
+
+    Computed from columns where the kind can (``StoreKind.store_rows`` over the newest
+    snapshot and the changelog after it: Kafka's rows, byte for byte, with no RocksDB built);
+    else dumped from the partition's cache, brought to ``base`` by Kafka's stores.
+    """
+    cache = table.partition_cache(partition)
+    rows = table.kind.store_rows(*cache.columns_at(base), table.spec.params)
+    if rows is not None:
+        return pa.Table.from_batches(
+            [
+                _snapshot_batch(family, keys, values)
+                for family in families
+                if family in rows
+                for keys, values in _pieces(*rows[family])
+            ],
+            schema=SNAPSHOT_SCHEMA,
+        )
+    with cache.open_at(base) as (store, _):
+        return dump(store.wrapped, families)
+
+
 def dump(db: RocksDBBytesStore, families: tuple[str, ...]) -> pa.Table:
     """The committed contents of ``families`` as a snapshot table (see module doc)."""
-    batches = []
-    for family in families:
-        for keys, values in db.scan_columns(cf=family):
-            batches.append(
-                pa.record_batch(
-                    [
-                        pa.array([family] * len(keys), pa.string()),
-                        pa.array(keys, pa.binary()),
-                        pa.array(values, pa.binary()),
-                    ],
-                    schema=SNAPSHOT_SCHEMA,
-                )
-            )
+    batches = [
+        _snapshot_batch(family, pa.array(keys, pa.binary()), pa.array(values, pa.binary()))
+        for family in families
+        for keys, values in db.scan_columns(cf=family)
+    ]
     return pa.Table.from_batches(batches, schema=SNAPSHOT_SCHEMA)
+
+
+def _snapshot_batch(family: str, keys: pa.Array, values: pa.Array) -> pa.RecordBatch:
+    name = family.encode()
+    offsets = np.arange(len(keys) + 1, dtype=np.int64) * len(name)
+    cf = binary_from(np.frombuffer(name * len(keys), np.uint8), offsets).view(pa.string())
+    return pa.record_batch(
+        [cf, keys.cast(pa.binary()), values.cast(pa.binary())], schema=SNAPSHOT_SCHEMA
+    )
+
+
+def _pieces(
+    keys: pa.Array | pa.ChunkedArray, values: pa.Array | pa.ChunkedArray
+) -> Iterator[tuple[pa.Array, pa.Array]]:
+    """``keys`` and ``values`` (binary or large binary) in slices of at most
+    ``FILE_BATCH_ROWS`` rows and 1 GiB of bytes, each within a binary array's 32-bit offsets."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    size = np.diff(binary_offsets(keys)) + np.diff(binary_offsets(values))
+    ends = np.cumsum(size)
+    start = 0
+    while start < len(keys):
+        limit = (int(ends[start - 1]) if start else 0) + _PIECE_BYTES
+        stop = min(
+            start + changelog_files.FILE_BATCH_ROWS,
+            max(start + 1, int(np.searchsorted(ends, limit, side="right"))),
+        )
+        yield keys.slice(start, stop - start), values.slice(start, stop - start)
+        start = stop
 
 
 def write_snapshot(

@@ -412,8 +412,14 @@ class PartitionCache:
     def _columnar_batches(
         self, target: int, columnar: Columnar
     ) -> Iterator[pa.RecordBatch] | None:
-        """``columnar`` over the state at ``target`` (``_columns``); None if it declines."""
-        return columnar(*self._columns(self.log.restore_plan(0, target, self.partition)))
+        """``columnar`` over the state at ``target`` (``columns_at``); None if it declines."""
+        return columnar(*self.columns_at(target))
+
+    def columns_at(self, target: int) -> tuple[dict[str, tuple[pa.Array, pa.Array]], list[pa.Table]]:
+        """The state at commit ``target`` as columns: the newest snapshot's sorted runs per
+        column family, and the changelog table of each commit after it (what
+        ``StoreKind.scan_columns`` and ``store_rows`` take)."""
+        return self._columns(self.log.restore_plan(0, target, self.partition))
 
     def _columns(
         self, plan: RestorePlan
