@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog import changelog as changelog_files
+from catalog import faults
 from catalog.changelog import IPC_OPTIONS, changelog_batches
 from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
 from catalog.paths import snapshot_path
@@ -120,6 +121,7 @@ def compact(
                 continue
             snapshot = _state_at(table, partition, base, families)
             files.append(write_snapshot(storage, spec.name, partition, snapshot, write_id))
+            faults.point("compact.snapshot_written")  # written, not yet listed by a record
             if progress is not None:
                 progress(f"partition {partition}: {snapshot.num_rows} rows at commit {base}")
         if not files:
@@ -278,9 +280,15 @@ def snapshot_batches(
             start = end
 
 
-def load_snapshot(db: RocksDBBytesStore, storage: Storage, store_dir: str, ref: ChangelogFile) -> None:
+def load_snapshot(
+    db: RocksDBBytesStore, storage: Storage, store_dir: str, ref: ChangelogFile
+) -> set[str]:
     """Load a verified snapshot into an empty ``db`` by SST ingest, one file per column
-    family, encoded a batch at a time (durable at once: the caller commits its offset after)."""
+    family, encoded a batch at a time (durable at once: the caller commits its offset after).
+    Returns the column families that hold rows."""
+    loaded = set()
     pieces = snapshot_batches(storage, store_dir, ref)
     for family, run in itertools.groupby(pieces, key=lambda piece: piece[0]):
         db.ingest_sorted(family, ((keys, values) for _, keys, values in run))
+        loaded.add(family)
+    return loaded

@@ -205,6 +205,7 @@ class PartitionCache:
                     tx = self._emptied(tx, path)
                     for family, (keys, values) in rows.items():
                         tx.db.ingest_sorted(family, _slices(keys, values))
+                    faults.point("cache.ingested")  # durable, not yet committed
                     tx.commit(target)
                     faults.point("cache.applied")
                     return target
@@ -213,8 +214,21 @@ class PartitionCache:
                 # the batch): the old one goes first. A crash before the offset is committed
                 # leaves a database that committed nothing, which starts over the same way.
                 tx = self._emptied(tx, path)
+                loaded: set[str] = set()
                 for ref in snapshot.files_for(self.partition):
-                    load_snapshot(tx.db, self.storage, self.store_dir, ref)
+                    loaded |= load_snapshot(tx.db, self.storage, self.store_dir, ref)
+                # The tail, where the kind computes what it leaves over any state, is ingested
+                # over the snapshot as one more SST file per family, committed with it.
+                commits = list(commits)  # read once: for the columns, or for the store after
+                overlay = self.kind.overlay_rows([t for _, t in commits], self.spec.params)
+                if commits and overlay is not None and loaded <= overlay.keys():
+                    for family, (keys, values) in overlay.items():
+                        tx.db.ingest_sorted(family, _slices(keys, values), deletions=True)
+                    faults.point("cache.ingested")
+                    tx.commit(target)
+                    faults.point("cache.applied")
+                    return target
+                faults.point("cache.ingested")
                 tx.commit(snapshot.base)
                 tx.reopen()
                 faults.point("cache.applied")

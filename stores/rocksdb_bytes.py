@@ -470,11 +470,14 @@ class RocksDBBytesStore:
         self._db.write(self._batch)
         self._discard()
 
-    def ingest_sorted(self, cf: str, batches: Iterable[tuple[pa.Array, pa.Array]]) -> None:
+    def ingest_sorted(
+        self, cf: str, batches: Iterable[tuple[pa.Array, pa.Array]], deletions: bool = False
+    ) -> None:
         """Load ``(keys, values)`` batches (binary; keys strictly ascending across batches)
-        into an empty column family by writing one SST file from the columns (``stores.sst``)
-        and ingesting it: far cheaper than puts, and applied at once, outside the uncommitted
-        batch (the family must have no uncommitted writes).
+        into a column family by writing one SST file from the columns (``stores.sst``) and
+        ingesting it: far cheaper than puts, and applied at once, outside the uncommitted
+        batch (the family must have no uncommitted writes). The file's rows override what the
+        family holds; with ``deletions``, a null value deletes its key.
 
         Raises:
             StoreClosedError: a read-only store.
@@ -489,7 +492,7 @@ class RocksDBBytesStore:
             raise InvalidOptionError(f"column family {cf!r} has uncommitted writes; commit first")
         path = os.path.join(self.path, f"ingest-{uuid.uuid4().hex}.sst")
         try:
-            if not write_sst(path, batches, allow_empty=True):
+            if not write_sst(path, batches, allow_empty=True, deletions=deletions):
                 return
             options = IngestExternalFileOptions()
             options.set_move_files(True)

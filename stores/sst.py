@@ -10,7 +10,8 @@ with these options; a test compares the two through RocksDB:
 | part          | what                                                                    |
 |---------------|-------------------------------------------------------------------------|
 | data blocks   | entries ``[varint 0][varint key size][varint value size][key][value]``, |
-|               | key = user key + 8 bytes ``(sequence 0 << 8) | type 1 (a put)``, LE;    |
+|               | key = user key + 8 bytes ``(sequence 0 << 8) | type``, LE: type 1 a put,|
+|               | 0 a deletion (no value; written for a null value with ``deletions``);   |
 |               | every entry a restart point (no shared prefixes, so no sequential pass) |
 |               | then ``uint32 restarts[n]``, ``uint32 n``                                |
 | block trailer | compression type: ``4`` LZ4 (``[varint32 size][raw LZ4 block]``, where  |
@@ -51,6 +52,8 @@ BLOCK_SIZE = 16 * 1024
 _CHUNK_BYTES = 4 << 20
 
 _PUT_SUFFIX = struct.pack("<Q", (0 << 8) | 1)  # sequence 0, kTypeValue
+_SUFFIX_BYTES = 8
+_PUT, _DELETION = 1, 0  # kTypeValue, kTypeDeletion
 _FORMAT_VERSION = 2
 _CHECKSUM_XXHASH = 2
 _MAGIC = 0x88E241B785F4CFF7
@@ -63,7 +66,7 @@ _UNKNOWN_COLUMN_FAMILY = 0x7FFFFFFF  # RocksDB: "not from a column family"
 
 
 def _blocks(
-    keys: pa.Array, suffix: bytes, values: pa.Array, key_sizes: np.ndarray,
+    keys: pa.Array, suffix: bytes | pa.Array, values: pa.Array, key_sizes: np.ndarray,
     value_sizes: np.ndarray, first_of_block: np.ndarray,
 ) -> tuple[memoryview, list[int], list[int]]:  # fmt: skip
     """The contents of blocks of entries ``keys[i] + suffix -> values[i]``, each entry a
@@ -72,7 +75,7 @@ def _blocks(
     Returns ``(bytes, block starts, block sizes)`` (no trailers: see ``_sealed``).
     """
     n = len(keys)
-    full_key_sizes = key_sizes + len(suffix)
+    full_key_sizes = key_sizes + (len(suffix) if isinstance(suffix, bytes) else _SUFFIX_BYTES)
     header = varint_column(full_key_sizes, value_sizes, lead_zero=True)
     header_sizes = _sizes(header)
     entry_sizes = header_sizes + full_key_sizes + value_sizes
@@ -165,11 +168,13 @@ def _sizes(array: pa.Array) -> np.ndarray:
 class _Table:
     """One SST file being written: data blocks as batches come, then the rest at ``finish``."""
 
-    def __init__(self, f: BinaryIO, compress: bool) -> None:
+    def __init__(self, f: BinaryIO, compress: bool, deletions: bool) -> None:
         self.f = f
         self.compress = compress
+        self.deletions = deletions
         self.offset = 0
         self.entries = 0
+        self.deleted = 0
         self.raw_keys = 0
         self.raw_values = 0
         self.index_keys: list[pa.Array] = []
@@ -190,8 +195,15 @@ class _Table:
             raise ValueError(f"{n} keys but {len(values)} values")
         if not n:
             return
-        if keys.null_count or values.null_count:
+        if keys.null_count or (values.null_count and not self.deletions):
             raise ValueError("an SST file holds no null keys or values")
+        suffix: bytes | pa.Array = _PUT_SUFFIX
+        if values.null_count:  # deletions: an entry of type 0 with no value
+            kinds = np.zeros((n, _SUFFIX_BYTES), dtype=np.uint8)
+            kinds[:, 0] = np.where(values.is_valid().to_numpy(zero_copy_only=False), _PUT, _DELETION)
+            suffix = binary_from(kinds.ravel(), np.arange(n + 1, dtype=np.int64) * _SUFFIX_BYTES)
+            self.deleted += values.null_count
+            values = values.fill_null(b"")
         first = keys[0].as_py()
         if (self.last_key is not None and first <= self.last_key) or (
             n > 1 and not pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py()
@@ -200,11 +212,11 @@ class _Table:
         self.last_key = keys[n - 1].as_py()
         key_sizes, value_sizes = _sizes(keys), _sizes(values)
         self.entries += n
-        self.raw_keys += int(key_sizes.sum()) + n * len(_PUT_SUFFIX)
+        self.raw_keys += int(key_sizes.sum()) + n * _SUFFIX_BYTES
         self.raw_values += int(value_sizes.sum())
         # RocksDB's flush policy cuts a block once it reaches the target: here by running
         # size, so that every block ends within one entry of it (an entry alone can exceed it).
-        costs = key_sizes + value_sizes + len(_PUT_SUFFIX) + 3 + 4
+        costs = key_sizes + value_sizes + _SUFFIX_BYTES + 3 + 4
         running = np.cumsum(costs) - costs
         first_of_block = np.flatnonzero(np.diff(running // BLOCK_SIZE, prepend=-1))
         # Whole blocks, about _CHUNK_BYTES of entries at a time.
@@ -215,9 +227,10 @@ class _Table:
             start = int(first_of_block[head])
             stop = int(first_of_block[after]) if after < len(first_of_block) else n
             data, starts, sizes = _blocks(
-                keys.slice(start, stop - start), _PUT_SUFFIX, values.slice(start, stop - start),
-                key_sizes[start:stop], value_sizes[start:stop],
-                first_of_block[head:after] - start,
+                keys.slice(start, stop - start),
+                suffix if isinstance(suffix, bytes) else suffix.slice(start, stop - start),
+                values.slice(start, stop - start), key_sizes[start:stop],
+                value_sizes[start:stop], first_of_block[head:after] - start,
             )  # fmt: skip
             pieces, stored = _sealed(data, starts, sizes, self.compress)
             self.f.writelines(pieces)
@@ -225,8 +238,10 @@ class _Table:
                 self.at.append(self.offset)
                 self.offset += size + _TRAILER
             self.stored += stored
-            lasts = np.append(first_of_block[head + 1 : after], stop) - 1
-            self.index_keys.append(keys.take(pa.array(lasts)))
+            # The index holds each block's last internal key (a deletion's sorts after a put's).
+            lasts = pa.array(np.append(first_of_block[head + 1 : after], stop) - 1)
+            last_suffix = suffix if isinstance(suffix, bytes) else suffix.take(lasts)
+            self.index_keys.append(concat_rows(keys.take(lasts), last_suffix, large=False))
 
     def finish(self) -> None:
         """Write the index, properties, metaindex and footer."""
@@ -236,7 +251,7 @@ class _Table:
         last_keys = pa.concat_arrays(self.index_keys)
         handles = varint_column(np.array(self.at, np.int64), np.array(self.stored, np.int64))
         index_data, index_starts, index_sizes = _blocks(
-            last_keys, _PUT_SUFFIX, handles, _sizes(last_keys), _sizes(handles),
+            last_keys, b"", handles, _sizes(last_keys), _sizes(handles),
             np.zeros(1, dtype=np.int64),
         )  # fmt: skip
         index_pieces, _ = _sealed(index_data, index_starts, index_sizes, compress=False)
@@ -245,7 +260,7 @@ class _Table:
         self.offset += index_size + _TRAILER
         properties = _plain_block(
             _properties(
-                self.entries, len(self.at), data_size, index_size, self.raw_keys,
+                self.entries, self.deleted, len(self.at), data_size, index_size, self.raw_keys,
                 self.raw_values, b"LZ4" if self.compress else b"NoCompression",
             )
         )  # fmt: skip
@@ -270,21 +285,24 @@ def write_sst(
     batches: Iterable[tuple[pa.Array, pa.Array]],
     compress: bool = True,
     allow_empty: bool = False,
+    deletions: bool = False,
 ) -> int:
     """Write ``(keys, values)`` batches (binary, no nulls, keys strictly ascending in byte
     order across all batches) as one SST file at ``path`` that ``IngestExternalFile`` takes,
     as ``SstFileWriter`` would; data blocks LZ4-compressed where that pays (``compress``).
-    Batches are encoded as they come: memory stays that of a batch. Returns the entries
-    (with ``allow_empty``, 0 for no rows, and no file).
+    With ``deletions``, a null value writes a deletion of its key (``SstFileWriter.Delete``):
+    ingested over a database, the file removes those keys. Batches are encoded as they come:
+    memory stays that of a batch. Returns the entries (with ``allow_empty``, 0 for no rows,
+    and no file).
 
     Raises:
-        ValueError: no rows (without ``allow_empty``), nulls, or keys not strictly ascending;
-            no file is left.
+        ValueError: no rows (without ``allow_empty``), nulls (null values without
+            ``deletions``), or keys not strictly ascending; no file is left.
     """
     tmp = f"{path}.{uuid.uuid4().hex}.tmp"
     try:
         with open(tmp, "wb") as f:
-            table = _Table(f, compress)
+            table = _Table(f, compress, deletions)
             for keys, values in batches:
                 table.add(keys, values)
             if allow_empty and not table.entries:
@@ -298,14 +316,14 @@ def write_sst(
 
 
 def _properties(
-    entries: int, blocks: int, data_size: int, index_size: int, raw_keys: int, raw_values: int,
-    compression: bytes,
+    entries: int, deleted: int, blocks: int, data_size: int, index_size: int, raw_keys: int,
+    raw_values: int, compression: bytes,
 ) -> list[tuple[bytes, bytes]]:  # fmt: skip
     """The table properties ``SstFileWriter`` records (bar its session and host identity)."""
     fixed32 = struct.Struct("<I").pack
     numbers = {
         "column.family.id": _UNKNOWN_COLUMN_FAMILY, "creation.time": 0, "data.size": data_size,
-        "deleted.keys": 0, "filter.size": 0, "fixed.key.length": 0,
+        "deleted.keys": deleted, "filter.size": 0, "fixed.key.length": 0,
         "format.version": _FORMAT_VERSION, "index.key.is.user.key": 0, "index.size": index_size,
         "index.value.is.delta.encoded": 0, "key.largest.seqno": 0, "merge.operands": 0,
         "num.data.blocks": blocks, "num.entries": entries, "num.filter_entries": 0,

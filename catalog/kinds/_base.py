@@ -228,6 +228,17 @@ class StoreKind(ABC):
         None where the store must apply the rows itself (``apply``)."""
         return None
 
+    def overlay_rows(
+        self, commits: list[pa.Table], params: dict[str, Any]
+    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+        """The RocksDB rows that ``commits`` leave whatever the store held before them, per
+        column family: binary keys strictly ascending, their values in Kafka's layout, null
+        where the key is deleted. A partition cache ingests them as SST files over a loaded
+        snapshot (``RocksDBBytesStore.ingest_sorted`` with deletions) instead of applying the
+        tail row by row. None where the commits' effect depends on the earlier state (stream
+        time, segments, versions): the store applies them (``apply``)."""
+        return None
+
 
 def option_name(key: str) -> str:
     """The option that sets parameter ``key`` in any kind (the key itself if none does)."""
@@ -249,18 +260,22 @@ def segment_interval(given: dict[str, Any], default: int) -> int:
     return segment
 
 
-def last_per_key(table: pa.Table, after: Sequence[tuple[Any, bool]] = ()) -> pa.Table:
+def last_per_key(
+    table: pa.Table, after: Sequence[tuple[Any, bool]] = (), tombstones: bool = False
+) -> pa.Table:
     """The last row of each key (rows in write order, or in ``after`` order, then write order,
-    among a key's rows), tombstones dropped, sorted by key bytes: a key-value store's state,
-    computed with one sort instead of a RocksDB round trip."""
+    among a key's rows), sorted by key bytes, tombstones dropped (kept: ``tombstones``): a
+    key-value store's state, computed with one sort instead of a RocksDB round trip."""
     n = table.num_rows
     if n == 0:
         return table
     # Stable: a key's rows stay in write order, so the last of each run of equal keys wins.
     order, first = key_runs(table.column("key"), after=after)
     winners = order[run_lasts(first)]
-    live = pc.is_valid(table.column("value")).to_numpy(zero_copy_only=False)
-    return table.take(pa.array(winners[live[winners]]))  # one copy, tombstones left out
+    if not tombstones:
+        live = pc.is_valid(table.column("value")).to_numpy(zero_copy_only=False)
+        winners = winners[live[winners]]
+    return table.take(pa.array(winners))  # one copy
 
 
 def row_batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:

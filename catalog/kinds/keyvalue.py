@@ -74,5 +74,15 @@ class KeyValueKind(StoreKind):
             return {}
         return {DEFAULT_CF: (latest.column("key"), latest.column("value"))}
 
+    def overlay_rows(
+        self, commits: list[pa.Table], params: dict[str, Any]
+    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+        if not commits:
+            return {}
+        # Every put or delete replaces the key's row, whatever it was: the last write wins.
+        rows = pa.concat_tables([t.select(["key", "value"]).cast(_WIDE) for t in commits])
+        last = last_per_key(rows, tombstones=True)
+        return {DEFAULT_CF: (last.column("key"), last.column("value"))}
+
 
 KEYVALUE = KeyValueKind()

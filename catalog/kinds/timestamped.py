@@ -100,9 +100,21 @@ class TimestampedKind(StoreKind):
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
     ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
         latest = self._latest(runs, commits, params)
-        if latest is None:
-            return None
-        # Kafka's layouts: [timestamp][value] (KIP-258), after [varint size][headers] (KIP-1271).
+        return None if latest is None else self._rows(latest, params)
+
+    def overlay_rows(
+        self, commits: list[pa.Table], params: dict[str, Any]
+    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+        # Kafka's timestamped store overwrites on every put, whatever the key held: the last
+        # write wins (a snapshot with rows in an older format's family is declined by the
+        # cache, which ingests an overlay only over the families it writes).
+        latest = self._latest({}, commits, params, tombstones=True)
+        return None if latest is None else self._rows(latest, params)
+
+    @staticmethod
+    def _rows(latest: pa.Table, params: dict[str, Any]) -> dict[str, tuple[pa.Array, pa.Array]]:
+        # Kafka's layouts: [timestamp][value] (KIP-258), after [varint size][headers] (KIP-1271);
+        # a tombstone stays null.
         values = stored_values(
             latest.column("value"),
             stamps=latest.column("timestamp"),
@@ -112,10 +124,11 @@ class TimestampedKind(StoreKind):
         return {family: (latest.column("key"), values)}
 
     def _latest(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], tombstones: bool = False
     ) -> pa.Table | None:
-        """The live rows (timestamps as written: -1 unknown), sorted by key bytes; None where
-        RocksDB must convert an older format's rows."""
+        """The live rows (timestamps as written: -1 unknown), sorted by key bytes, with each
+        deleted key's tombstone if ``tombstones``; None where RocksDB must convert an older
+        format's rows."""
         layout = self.layout(params)
         names = layout.changelog_schema().names
         wide = pa.schema(
@@ -139,7 +152,8 @@ class TimestampedKind(StoreKind):
         # rows, then commit by commit, each by timestamp: ``apply``), the last write wins.
         part = np.repeat(np.arange(len(parts)), [p.num_rows for p in parts])
         rows = pa.concat_tables([p for p in parts if p.num_rows] or parts[:1])
-        return last_per_key(rows, after=[(part, False), (rows.column("timestamp"), False)])
+        after = [(part, False), (rows.column("timestamp"), False)]
+        return last_per_key(rows, after=after, tombstones=tombstones)
 
 
 TIMESTAMPED = TimestampedKind()

@@ -312,7 +312,8 @@ def _random_commit(
 
 
 def _kafka_apply_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Partition caches apply every commit through Kafka's stores, never ``store_rows``."""
+    """Partition caches apply every commit through Kafka's stores, never ``store_rows`` or
+    ``overlay_rows``."""
     from catalog.kinds import StoreKind
     from catalog.kinds.keyvalue import KeyValueKind
     from catalog.kinds.session import SessionKind
@@ -322,6 +323,7 @@ def _kafka_apply_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for kind_class in (KeyValueKind, TimestampedKind, WindowKind, SessionKind, VersionedKind):
         monkeypatch.setattr(kind_class, "store_rows", StoreKind.store_rows)
+        monkeypatch.setattr(kind_class, "overlay_rows", StoreKind.overlay_rows)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -342,7 +344,8 @@ def test_rows_computed_from_columns_are_the_rows_kafka_s_stores_write(
     store leaves (tombstones, overwrites of the store, unknown timestamps, headers, expired
     segments, duplicates' sequence numbers, late versions); so it does over a snapshot of
     Kafka's rows and the commits after it (``snapshot+tail``: what compaction writes), for all
-    but versioned stores. A fresh cache, ingested from them, holds the same."""
+    but versioned stores. A fresh cache, ingested from them (or from the snapshot and
+    ``overlay_rows`` of the tail), holds the same."""
     rng = random.Random(seed)
     table = _random_store(catalog, kind)
     for step in range(8):
@@ -370,7 +373,10 @@ def test_rows_computed_from_columns_are_the_rows_kafka_s_stores_write(
         assert rows(tmp_path / "columns", partition) == kafka
         cache = PartitionCache(catalog.storage, table.spec, "s", partition, str(tmp_path))
         assert (table.log.restore_plan(0, target, partition).snapshot is not None) == snapshot
-        computed = table.kind.store_rows(*cache.columns_at(target), table.spec.params)
+        columns = cache.columns_at(target)
+        if snapshot and kind.startswith(("keyvalue", "timestamped")):  # their tails overlay
+            assert table.kind.overlay_rows(columns[1], table.spec.params) is not None
+        computed = table.kind.store_rows(*columns, table.spec.params)
         if kind.startswith("versioned") and snapshot:
             assert computed is None  # a snapshot's tail is left to the store
             continue

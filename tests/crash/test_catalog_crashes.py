@@ -143,7 +143,26 @@ def test_a_reader_that_dies_while_building_its_cache_leaves_a_usable_cache(
     check_committed(crash, kind, expected)
 
 
-@pytest.mark.parametrize("step", ["cache.applied", "commit.before_record", "commit.after_record"])
+@pytest.mark.parametrize("compacted", [False, True], ids=["log", "snapshot+tail"])
+def test_a_reader_killed_between_ingesting_and_committing_its_cache_starts_over(
+    crash: Crash, crash_templates: Templates, compacted: bool
+) -> None:
+    """A fresh cache ingests SST files (rows computed from the log, or a snapshot and its
+    tail's overlay) and then commits its offset: killed in between, it committed nothing, and
+    the next reader builds it again."""
+    crash.seed(crash_templates["keyvalue"])
+    if compacted:
+        assert crash.ok("compact")["compacted"]
+    expected = _later(crash, "keyvalue", 3)
+    keys = ["a", "b", "c", "k0", "k1", "k2"]
+    crash.crash("cache.ingested", "kill", "lookup", keys=keys)
+    assert crash.ok("lookup", keys=keys)["rows"] == expected
+    check_committed(crash, "keyvalue", expected)
+
+
+@pytest.mark.parametrize(
+    "step", ["compact.snapshot_written", "commit.before_record", "commit.after_record"]
+)
 def test_a_compaction_that_dies_changes_nothing_a_reader_sees(
     crash: Crash, crash_templates: Templates, step: str
 ) -> None:
@@ -160,8 +179,8 @@ def test_a_writer_killed_in_its_automatic_compaction_has_committed(
 ) -> None:
     crash.seed(crash_templates["keyvalue"])
     # The commit published its record, then compacted (more than one file to replay) and
-    # died building the partition's cache: the caller never heard back, so Spark aborts.
-    lines = crash.crash("cache.applied", "kill", "append", kind="keyvalue", keys=CRASH_KEYS,
+    # died having written a snapshot file: the caller never heard back, so Spark aborts.
+    lines = crash.crash("compact.snapshot_written", "kill", "append", kind="keyvalue", keys=CRASH_KEYS,
                         value=7, write_id="w-crash", compact_after_files=1)  # fmt: skip
     assert landed(crash.root, "w-crash")
     crash.abort("w-crash", lines, after=2)

@@ -77,6 +77,66 @@ def test_entries_match_rocksdb_s_own_writer(tmp_path: Path) -> None:
         db.close()
 
 
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.dictionaries(st.binary(max_size=12), st.binary(max_size=50), max_size=40),
+    st.dictionaries(st.binary(max_size=12), st.one_of(st.none(), st.binary(max_size=50)), min_size=1, max_size=40),
+    st.lists(st.integers(0, 100), max_size=3),
+)  # fmt: skip
+def test_a_file_with_deletions_ingested_over_a_database_overrides_it(
+    tmp_path: Path, base: dict[bytes, bytes], overlay: dict[bytes, bytes | None], cuts: list[int]
+) -> None:
+    """With ``deletions``, a null value writes a deletion: ingested over a database holding
+    earlier rows (an SST of their own), puts replace them and deletions remove them."""
+    path = tmp_path / f"db-{os.urandom(4).hex()}"
+    db = RocksDBBytesStore(str(path), ["family"])
+    try:
+        if base:
+            db.ingest_sorted("family", _batches(sorted(base.items()), []))
+        db.ingest_sorted("family", _batches(sorted(overlay.items()), cuts), deletions=True)
+        expected = {**base, **overlay}
+        assert list(db.items("family")) == sorted((k, v) for k, v in expected.items() if v is not None)
+    finally:
+        db.close()
+
+
+def test_deletions_match_rocksdb_s_own_writer(tmp_path: Path) -> None:
+    from rocksdict import Options, Rdict, SstFileWriter
+
+    base = [(f"{i:06d}".encode(), b"old" * (i % 50)) for i in range(0, 6000, 2)]
+    overlay: list[tuple[bytes, bytes | None]] = [
+        (f"{i:06d}".encode(), None if i % 3 else b"new" * (i % 40)) for i in range(3000)
+    ]
+    keys = pa.array([k for k, _ in overlay], pa.binary())
+    values = pa.array([v for _, v in overlay], pa.binary())
+    ours = sst.write_sst(str(tmp_path / "ours.sst"), [(keys, values)], deletions=True)
+    assert ours == len(overlay)
+    writer = SstFileWriter(Options(raw_mode=True))
+    writer.open(str(tmp_path / "theirs.sst"))
+    for k, v in overlay:
+        if v is None:
+            del writer[k]
+        else:
+            writer[k] = v
+    writer.finish()
+    contents = []
+    for name in ("ours", "theirs"):
+        db = Rdict(str(tmp_path / name), Options(raw_mode=True))
+        for k, v in base:
+            db[k] = v
+        db.flush()
+        db.ingest_external_file([str(tmp_path / f"{name}.sst")])
+        # Point lookups too: they find a key's block through the index.
+        contents.append((list(db.items()), [db.get(k) for k, _ in base + overlay]))
+        db.close()
+    expected = dict(base) | dict(overlay)
+    assert contents[0] == contents[1]
+    assert contents[0][0] == sorted((k, v) for k, v in expected.items() if v is not None)
+    assert contents[0][1] == [expected[k] for k, _ in base + overlay]
+
+
 def test_a_damaged_block_is_caught_by_its_checksum(tmp_path: Path) -> None:
     from rocksdict import Options, Rdict
 
