@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -96,3 +97,24 @@ def test_key_runs_order_store_keys_as_their_bytes(
     assert key_order(keys, suffix=[(longs, 8), (ints, 4)]).tolist() == sorted(
         range(len(rows)), key=lambda i: store_keys[i]
     )
+
+
+@pytest.mark.parametrize("repeats", [0, 10, 400], ids=["distinct", "few ties", "many ties"])
+@pytest.mark.parametrize("seed", range(3))
+def test_key_order_with_distinct_few_or_many_tied_first_words(repeats: int, seed: int) -> None:
+    """Keys sorted by their first word alone, with no ties; with a few rows (``repeats`` of
+    2,000) tied on it, ordered among themselves; with most tied, ordered all over again: each
+    way gives Arrow's stable order by (key, number)."""
+    rng = np.random.default_rng(seed)
+    distinct = [rng.bytes(int(rng.integers(9, 20))) for _ in range(2000)]
+    # Ties on the first word: the same key again, or another key of the same first 8 bytes.
+    tied = [
+        distinct[i] if rng.random() < 0.5 else distinct[i][:8] + rng.bytes(int(rng.integers(0, 9)))
+        for i in rng.integers(0, 40, repeats)
+    ]
+    keys = distinct + tied
+    order = rng.permutation(len(keys))
+    rows = [(keys[i], int(rng.integers(-2, 3)), False) for i in order]
+    numbers = np.array([n for _, n, _ in rows], dtype=np.int64)
+    got = key_order(pa.array([k for k, _, _ in rows], pa.binary()), after=[(numbers, False)])
+    assert got.tolist() == _expected(rows, before=False, descending=False)
