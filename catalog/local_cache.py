@@ -429,7 +429,9 @@ class PartitionCache:
         """``columnar`` over the state at ``target`` (``columns_at``); None if it declines."""
         return columnar(*self.columns_at(target))
 
-    def columns_at(self, target: int) -> tuple[dict[str, tuple[pa.Array, pa.Array]], list[pa.Table]]:
+    def columns_at(
+        self, target: int
+    ) -> tuple[dict[str, tuple[pa.Array, pa.Array]], list[pa.Table]]:
         """The state at commit ``target`` as columns: the newest snapshot's sorted runs per
         column family, and the changelog table of each commit after it (what
         ``StoreKind.scan_columns`` and ``store_rows`` take)."""

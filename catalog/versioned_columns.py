@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.byte_columns import ByteColumn, segment_ids
-from catalog.key_sort import key_runs
+from catalog.key_sort import key_runs, stable_order
 from stores.arrow_bytes import (
     big_endian_column,
     binary_data,
@@ -379,8 +379,7 @@ def _apply_order(stamps: _Ints, puts: _Ints, sizes: list[int]) -> _Ints:
     parts, offset = [np.arange(sizes[0], dtype=np.int64)], sizes[0]
     for size in sizes[1:]:
         part = slice(offset, offset + size)
-        # lexsort sorts by its last key first and is stable.
-        parts.append(np.lexsort((puts[part], stamps[part])).astype(np.int64) + offset)
+        parts.append(stable_order([stamps[part], puts[part].astype(np.int8)], size) + offset)
         offset += size
     return np.concatenate(parts)
 
