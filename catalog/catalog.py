@@ -511,12 +511,13 @@ class StoreTable:
         write_id: str | None = None,
         sequence: int = 0,
     ) -> list[ChangelogFile]:
-        """Serialize rows, split them by partition and stage one changelog file per partition.
+        """Serialize rows, split them by partition and stage them as one changelog file (a piece
+        per partition: ``catalog.changelog``).
 
         ``keys``/``values`` are typed Arrow arrays of the spec's types (a null value is a
         tombstone); ``columns`` holds the layout's other changelog columns: time columns as
         int64 epoch ms and, for header-aware stores, ``headers`` as KIP-1271 headersBytes.
-        Files are named ``<write_id>-<sequence>``: a write's files share the prefix (see
+        The file is named ``<write_id>-<sequence>``: a write's files share the prefix (see
         ``abort_write``), and one writer's successive stages (``sequence`` 0, 1, ...) sort,
         and so are applied, in order. ``write_id`` must be unique per writer (task).
 
@@ -557,24 +558,22 @@ class StoreTable:
             data[f.name] = given[f.name].cast(f.type)
         self._check_times(data)
         table = pa.Table.from_pydict(data, schema=schema)
-        files = []
+        if not table.num_rows:
+            return []
         if spec.num_partitions == 1:
-            if table.num_rows:
-                files.append(write_changelog(self.catalog.storage, spec.name, 0, table, name))
-            return files
+            return write_changelog(self.catalog.storage, spec.name, [(0, table)], name)
         parts = partitions_of(key_bytes, spec.num_partitions)
         # A stable sort keeps each partition's rows in their input order (a radix sort of
         # bytes where the partitions fit one).
         narrow = parts.astype(np.uint8) if spec.num_partitions <= 256 else parts
         table = table.take(pa.array(np.argsort(narrow, kind="stable")))
         counts = np.bincount(parts, minlength=spec.num_partitions)
-        start = 0
+        pieces, start = [], 0
         for partition, count in enumerate(counts.tolist()):
             if count:
-                rows = table.slice(start, count)
-                files.append(write_changelog(self.catalog.storage, spec.name, partition, rows, name))
+                pieces.append((partition, table.slice(start, count)))
             start += count
-        return files
+        return write_changelog(self.catalog.storage, spec.name, pieces, name)
 
     def _check_times(self, data: dict[str, pa.Array]) -> None:
         """Check (and complete) a stage's time columns in place; see ``stage``."""
@@ -691,8 +690,8 @@ class StoreTable:
 
     def abort(self, files: list[ChangelogFile]) -> None:
         """Delete staged files that no commit lists (a failed task's own files)."""
-        for ref in files:
-            self.catalog.storage.delete(self.spec.name, ref.path)
+        for path in {ref.path for ref in files}:
+            self.catalog.storage.delete(self.spec.name, path)
 
     def abort_write(self, write_id: str, files: list[ChangelogFile], after: int = 0) -> None:
         """Abort a whole write: its reported files and any other file it staged, unless the log
@@ -720,9 +719,8 @@ class StoreTable:
             committed = None  # a first write that never created its store
         listed = {f.path for f in committed.files} if committed else set()
         faults.point("abort.before_delete")
-        for ref in files:
-            if ref.path not in listed:
-                storage.delete(self.spec.name, ref.path)
+        for path in {ref.path for ref in files} - listed:  # (a task file holds several)
+            storage.delete(self.spec.name, path)
         for partition_dir, name in changelog_files(storage, self.spec.name):
             path = f"{CHANGELOG_DIR}/{partition_dir}/{name}"
             if name.startswith(write_id) and path not in listed:

@@ -1,4 +1,4 @@
-"""Changelog files: one store partition's rows from one writer task, as an Arrow IPC file.
+"""Changelog files: a writer task's rows, an Arrow IPC file per store partition (a piece).
 
 | column        | Arrow type | meaning                                                      |
 |---------------|------------|--------------------------------------------------------------|
@@ -12,6 +12,12 @@ The kind's ``Layout.changelog_schema`` (``catalog.kinds``) names the columns of 
 
 Rows are in the order the store applies them. A file's CRC-32 and size are recorded in the commit
 record that publishes it and checked before it is applied.
+
+A writer task stages one file per commit (``changelog/tasks/<name>.arrow``, one write and one
+fsync, a single PUT on object stores): its pieces, one Arrow IPC file per partition, back to
+back. The record lists each piece with its partition, offset, size and CRC-32, so a reader of a
+partition reads (a ranged read) and verifies only its own bytes. Files of earlier releases
+(``changelog/<partition>/<name>.arrow``, one partition each) are read whole, as before.
 
 Buffers are compressed with zstd (Arrow IPC's own buffer compression, ``IPC_OPTIONS``; the
 files of compaction's snapshots too): the bytes written, fsynced, checksummed and read back are
@@ -28,7 +34,7 @@ import pyarrow as pa
 
 from catalog import faults
 from catalog.commit_log import ChangelogFile
-from catalog.paths import changelog_path
+from catalog.paths import is_task_changelog, task_changelog_path
 from catalog.storage import Storage
 from stores.errors import CorruptDataError
 
@@ -44,30 +50,43 @@ FILE_BATCH_ROWS = 1 << 20
 
 
 def write_changelog(
-    storage: Storage, store_dir: str, partition: int, table: pa.Table, name: str
-) -> ChangelogFile:
-    """Stage one changelog file for ``partition`` and describe it for the commit record.
+    storage: Storage, store_dir: str, pieces: list[tuple[int, pa.Table]], name: str
+) -> list[ChangelogFile]:
+    """Stage one changelog file holding each ``(partition, rows)`` piece (see the module doc)
+    and describe the pieces for the commit record.
 
     ``name`` must be unique; it starts with the write id, so that an abort finds every file of
     its write (even those of tasks whose results never reached the driver), and it sorts in
     the order the files must be applied (see ``StoreTable.stage``).
     """
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema, options=IPC_OPTIONS) as writer:
-        writer.write_table(table, max_chunksize=FILE_BATCH_ROWS)
-    data = sink.getvalue().to_pybytes()
-    rel = changelog_path(partition, name)
-    storage.write_bytes(data, store_dir, rel)
+    rel = task_changelog_path(name)
+    blobs, refs, offset = [], [], 0
+    for partition, table in pieces:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema, options=IPC_OPTIONS) as writer:
+            writer.write_table(table, max_chunksize=FILE_BATCH_ROWS)
+        blob = sink.getvalue()
+        blobs.append(blob)
+        refs.append(
+            ChangelogFile(
+                partition=partition, path=rel, rows=table.num_rows, size=blob.size,
+                crc32=zlib.crc32(blob), offset=offset,
+            )
+        )  # fmt: skip
+        offset += blob.size
+    storage.write_bytes(b"".join(blobs), store_dir, rel)
     faults.point("stage.file_written")
-    return ChangelogFile(
-        partition=partition, path=rel, rows=table.num_rows, size=len(data), crc32=zlib.crc32(data)
-    )
+    return refs
 
 
 def _verified(storage: Storage, store_dir: str, ref: ChangelogFile) -> pa.ipc.RecordBatchFileReader:
     where = storage.url(store_dir, ref.path)
     try:
-        data = storage.read_bytes(store_dir, ref.path)
+        if is_task_changelog(ref.path):
+            data = storage.read_range(ref.offset, ref.size, store_dir, ref.path)
+            where += f" (partition {ref.partition}: {ref.size} bytes at {ref.offset})"
+        else:
+            data = storage.read_bytes(store_dir, ref.path)
     except FileNotFoundError as exc:
         raise CorruptDataError(f"changelog file {where} is missing") from exc
     if len(data) != ref.size or zlib.crc32(data) != ref.crc32:

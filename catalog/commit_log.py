@@ -75,7 +75,10 @@ from stores.errors import (
 )
 
 COMMITS_DIR = "commits"
-FORMAT = 2
+#: The commit record format written: 3 lists pieces of files (``offset``); 2 (still read)
+#: listed whole files. A release that knows only 2 refuses a log with records of 3.
+FORMAT = 3
+_READ_FORMATS = (2, 3)
 OPERATIONS = ("create", "append", "overwrite", "drop", "compact", "expire")
 _MAX_ATTEMPTS = 50
 _RECORD_NAME = re.compile(r"(\d{20})\.json")
@@ -83,13 +86,16 @@ _RECORD_NAME = re.compile(r"(\d{20})\.json")
 
 @dataclass(frozen=True)
 class ChangelogFile:
-    """A staged changelog file: one store partition's rows from one writer task."""
+    """A staged changelog file: one store partition's rows from one writer task, as an Arrow
+    IPC file of ``size`` bytes at ``offset`` in the file at ``path`` (a writer task's file
+    holds one such piece per partition it wrote; a file of earlier releases, one)."""
 
     partition: int
     path: str  # relative to the store's directory
     rows: int
     size: int
     crc32: int
+    offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,14 @@ class Txn:
 
     app_id: str
     version: int
+
+
+def _natural(value: object, name: str, where: str) -> int:
+    """A file's size or offset from a record: an integer >= 0."""
+    number = int(value)  # type: ignore[call-overload]
+    if number < 0:
+        raise CorruptDataError(f"{where} lists a file with {name} {number}")
+    return number
 
 
 def seal(body: Mapping[str, Any]) -> bytes:
@@ -179,7 +193,7 @@ class CommitRecord:
             "timestamp_ms": self.timestamp_ms,
             "files": [
                 {"partition": f.partition, "path": f.path, "rows": f.rows, "size": f.size,
-                 "crc32": f.crc32}
+                 "crc32": f.crc32, **({"offset": f.offset} if f.offset else {})}
                 for f in self.files
             ],
             "summary": self.summary,
@@ -208,8 +222,11 @@ class CommitRecord:
         """
         raw = unseal(data, where)
         try:
-            if raw["format"] != FORMAT:
-                raise CorruptDataError(f"{where} has format {raw['format']!r}; expected {FORMAT}")
+            if raw["format"] not in _READ_FORMATS:
+                raise CorruptDataError(
+                    f"{where} has format {raw['format']!r}; this release reads formats "
+                    f"{', '.join(map(str, _READ_FORMATS))}"
+                )
             snapshot = raw["operation"] == "compact"
             record = cls(
                 store_id=check_store_id(raw["store_id"], where),
@@ -222,8 +239,9 @@ class CommitRecord:
                             f["path"], f["partition"], where, snapshot=snapshot
                         ),
                         rows=int(f["rows"]),
-                        size=int(f["size"]),
+                        size=_natural(f["size"], "size", where),
                         crc32=int(f["crc32"]),
+                        offset=_natural(f.get("offset", 0), "offset", where),
                     )
                     for f in raw["files"]
                 ),

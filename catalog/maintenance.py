@@ -175,13 +175,21 @@ def expire_history(
     if not keep:
         return
     boundary = max(keep.values())
-    doomed: list[tuple[str, int]] = []
+    # A file goes when every piece of it is old: a writer task's file holds pieces of several
+    # partitions, whose snapshots may be of different ages.
+    old_pieces: dict[str, list[bool]] = {}
+    sizes: dict[str, int] = {}
     for record in records:
         for ref in record.files:
             kept_from = keep.get(ref.partition, 1)
             old = record.base < kept_from if record.compaction and record.base else record.id <= kept_from
-            if old and storage.exists(store, ref.path):
-                doomed.append((ref.path, ref.size))
+            old_pieces.setdefault(ref.path, []).append(old)
+            sizes[ref.path] = sizes.get(ref.path, 0) + ref.size
+    doomed = [
+        (path, sizes[path])
+        for path, old in old_pieces.items()
+        if all(old) and storage.exists(store, path)
+    ]
     report.history_start = max(start, boundary)
     if report.dry_run:
         _delete(storage, store, doomed, report, dry_run=True)

@@ -24,6 +24,9 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
 _STORE_ID = re.compile(r"[0-9a-f]{32}")
 _WRITE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _CHANGELOG = re.compile(r"changelog/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
+#: A writer task's file: its rows of every partition, one Arrow IPC file per partition back to
+#: back; a commit record lists each piece with its offset (``catalog.changelog``).
+_TASK_CHANGELOG = re.compile(r"changelog/tasks/([A-Za-z0-9_-]{1,300})\.arrow")
 SNAPSHOT_DIR = "snapshot"
 _SNAPSHOT = re.compile(r"snapshot/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
 
@@ -79,6 +82,20 @@ def changelog_path(partition: int, name: str) -> str:
     return path
 
 
+def task_changelog_path(name: str) -> str:
+    """The path, relative to a store's directory, of a writer task's changelog file (the rows
+    of every partition it staged)."""
+    path = f"changelog/tasks/{name}.arrow"
+    if not _TASK_CHANGELOG.fullmatch(path):
+        raise InvalidOptionError(f"changelog file name {name!r} is not valid")
+    return path
+
+
+def is_task_changelog(path: str) -> bool:
+    """Whether ``path`` (checked) is a writer task's file of several partitions' pieces."""
+    return _TASK_CHANGELOG.fullmatch(path) is not None
+
+
 def snapshot_path(partition: int, name: str) -> str:
     """The path, relative to a store's directory, of a partition snapshot."""
     path = f"snapshot/{partition:05d}/{name}.arrow"
@@ -100,17 +117,18 @@ def check_changelog_path(
     """
     pattern = _SNAPSHOT if snapshot else _CHANGELOG
     match = pattern.fullmatch(path) if isinstance(path, str) else None
+    task_file = isinstance(path, str) and not snapshot and _TASK_CHANGELOG.fullmatch(path)
     if (
         not isinstance(path, str)
-        or match is None
         or not isinstance(partition, int)
-        or int(match.group(1)) != partition
+        or not (task_file or (match is not None and int(match.group(1)) == partition))
     ):
+        kind = "snapshot" if snapshot else "changelog"
         raise CorruptDataError(
-            f"{where} lists file {path!r} for partition {partition!r}; a "
-            f"{'snapshot' if snapshot else 'changelog'} file is "
-            f"'{'snapshot' if snapshot else 'changelog'}/<partition, 5 digits>/<name>.arrow' "
-            "inside its store",
+            f"{where} lists file {path!r} for partition {partition!r}; a {kind} file is "
+            f"'{kind}/<partition, 5 digits>/<name>.arrow'"
+            + ("" if snapshot else " or 'changelog/tasks/<name>.arrow'")
+            + " inside its store",
             code="UNSAFE_PATH",
         )
     return path

@@ -170,6 +170,12 @@ class Storage:
         data: bytes = self.fs.cat_file(self.path(*parts))
         return data
 
+    def read_range(self, offset: int, size: int, *parts: str) -> bytes:
+        """Read ``size`` bytes of a file from ``offset`` (fewer at its end; a ranged GET on
+        object stores). Raises FileNotFoundError if absent."""
+        data: bytes = self.fs.cat_file(self.path(*parts), start=offset, end=offset + size)
+        return data
+
     def write_bytes(self, data: bytes, *parts: str) -> None:
         """Write a whole file, replacing any old one."""
         target = self.path(*parts)

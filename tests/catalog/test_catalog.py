@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -10,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog, changelog
-from catalog.commit_log import CommitLog
+from catalog.commit_log import CommitLog, record_name
 from catalog.local_cache import PartitionCache
 from catalog.storage import Storage
 from stores.errors import (
@@ -164,6 +165,82 @@ def test_changelog_files_are_compressed_and_uncompressed_ones_still_read(
     table.abort(plain)
     got = {r["key"]: r["value"] for r in table.to_arrow().to_pylist()}
     assert len(got) == 1000 and got["00000009"] == "new" and got["00000010"] == "v" * 100
+
+
+def test_a_task_stages_one_file_and_a_partition_reads_only_its_piece(
+    catalog: Catalog, warehouse: str, tmp_path: Path
+) -> None:
+    """A stage writes one file whose pieces (a partition each) lie back to back; a reader
+    of a partition reads and checks its piece alone, so damage in another partition's piece
+    is found only by that partition's readers."""
+    table = catalog.create_store("kv", "keyvalue", "string", "long", num_partitions=4)
+    keys = pa.array([f"key-{i}" for i in range(400)])
+    files = table.stage(keys, pa.array(range(400)), None)
+    assert len({f.path for f in files}) == 1 and files[0].path.startswith("changelog/tasks/")
+    assert sorted(f.partition for f in files) == [0, 1, 2, 3]
+    pieces = sorted(files, key=lambda f: f.offset)
+    assert [f.offset for f in pieces] == [0, *(f.offset + f.size for f in pieces[:-1])]
+    path = Path(warehouse, "kv", files[0].path)
+    assert path.stat().st_size == sum(f.size for f in files)
+    assert os.listdir(Path(warehouse, "kv", "changelog")) == ["tasks"]
+    record = table.commit(files)
+    assert record is not None
+    expected = {p: rows(pa.Table.from_batches(list(table.read_partition(p, record.id))))
+                for p in range(4)}  # fmt: skip
+    damaged = pieces[1]
+    data = bytearray(path.read_bytes())
+    data[damaged.offset + damaged.size // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    fresh = Catalog(warehouse, cache_dir=str(tmp_path / "fresh")).load("kv")
+    for partition in range(4):
+        if partition == damaged.partition:
+            with pytest.raises(CorruptDataError, match=rf"partition {partition}: .* at {damaged.offset}"):
+                list(fresh.read_partition(partition, record.id))
+        else:
+            got = rows(pa.Table.from_batches(list(fresh.read_partition(partition, record.id))))
+            assert got == expected[partition]
+
+
+def test_a_store_written_by_the_previous_release_reads_and_takes_appends(
+    catalog: Catalog, warehouse: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records of format 2 list whole files, one per partition and task (the previous
+    release's layout): a store holding them reads, takes new writes, compacts and vacuums."""
+    import zlib
+
+    from catalog import commit_log
+    from catalog.commit_log import ChangelogFile
+
+    def legacy(storage: Storage, store_dir: str, pieces: list, name: str) -> list:  # type: ignore[type-arg]
+        refs = []
+        for partition, table in pieces:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_file(sink, table.schema, options=changelog.IPC_OPTIONS) as writer:
+                writer.write_table(table)
+            data = sink.getvalue().to_pybytes()
+            rel = f"changelog/{partition:05d}/{name}.arrow"
+            storage.write_bytes(data, store_dir, rel)
+            refs.append(ChangelogFile(partition, rel, table.num_rows, len(data), zlib.crc32(data)))
+        return refs
+
+    table = catalog.create_store("kv", "keyvalue", "string", "long", num_partitions=3)
+    with monkeypatch.context() as old:
+        old.setattr(changelog, "write_changelog", legacy)
+        old.setattr("catalog.catalog.write_changelog", legacy)
+        old.setattr(commit_log, "FORMAT", 2)
+        table.commit(table.stage(pa.array(["a", "b", "c", "d"]), pa.array([1, 2, 3, 4]), None))
+        table.commit(table.stage(pa.array(["b", "e"]), pa.array([20, 5]), None))
+    record = json.loads(Path(warehouse, "kv", "commits", record_name(3)).read_text())
+    assert record["format"] == 2 and all("offset" not in f for f in record["files"])
+    assert all(f["path"].startswith("changelog/000") for f in record["files"])
+    table.commit(table.stage(pa.array(["a", "f"]), pa.array([10, 6]), None))
+    expected = {"a": 10, "b": 20, "c": 3, "d": 4, "e": 5, "f": 6}
+    fresh = Catalog(warehouse, cache_dir=str(tmp_path / "fresh"), compact_after_files=0)
+    assert {r["key"]: r["value"] for r in rows(fresh.load("kv").to_arrow())} == expected
+    assert fresh.compact("kv") is not None
+    fresh.vacuum("kv", older_than_ms=0, retain_history_ms=0)
+    again = Catalog(warehouse, cache_dir=str(tmp_path / "again")).load("kv")
+    assert {r["key"]: r["value"] for r in rows(again.to_arrow())} == expected
 
 
 def test_corrupt_changelog_file_is_detected(catalog: Catalog, warehouse: str) -> None:

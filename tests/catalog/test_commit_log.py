@@ -118,7 +118,14 @@ def test_a_record_of_another_store_is_refused(catalog: Catalog, warehouse: str, 
 # -- paths from data stay inside their roots -----------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["../../x.arrow", "/etc/passwd", "changelog/00000/../../../x.arrow", "changelog/00001/a.arrow"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../../x.arrow", "/etc/passwd", "changelog/00000/../../../x.arrow",
+        "changelog/00001/a.arrow", "changelog/tasks/../../x.arrow", "changelog/tasks/a/b.arrow",
+        "snapshot/tasks/a.arrow",
+    ],
+)  # fmt: skip
 def test_a_record_cannot_send_a_read_outside_the_store(
     catalog: Catalog, warehouse: str, tmp_path: Path, path: str
 ) -> None:

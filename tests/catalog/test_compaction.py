@@ -447,7 +447,7 @@ def test_history_older_than_its_retention_expires_after_a_snapshot(
 ) -> None:
     table = _build(catalog, "versioned", appends=6)  # commits 1..7
     reads = {c: _sorted(_at(table, c)) for c in range(2, 8)}
-    record = compact(table, partitions=[0])  # 8: partition 0 only, base 7
+    record = compact(table)  # 8: base 7
     assert record is not None and record.base == 7
     _build_more(catalog, "versioned")  # 9
     reads[9] = _sorted(_at(table, 9))
@@ -457,7 +457,11 @@ def test_history_older_than_its_retention_expires_after_a_snapshot(
     report = catalog.vacuum("s", older_than_ms=0, retain_history_ms=0)[0]
     assert report.history_start == 7
     assert set(report.deleted) == set(dry.deleted)
-    assert all(p.startswith("changelog/00000/") for p in report.deleted)  # partition 1 keeps all
+    # Every writer's file up to commit 7, no snapshot and nothing after the boundary.
+    assert all(p.startswith("changelog/tasks/") for p in report.deleted)
+    assert len(report.deleted) == sum(
+        len({f.path for f in table.log.read(c).files}) for c in range(1, 8)
+    )
     fresh = _fresh(catalog, tmp_path, "after").load("s")
     assert fresh.log.history_start() == 7
     assert [fresh.log.read(i).operation for i in fresh.log.ids()][-1] == "expire"
@@ -473,6 +477,23 @@ def test_history_older_than_its_retention_expires_after_a_snapshot(
     assert _sorted(table.to_arrow()) == reads[9]
     _build_more(catalog, "versioned")  # later records carry the boundary forward
     assert _fresh(catalog, tmp_path, "later").load("s").log.history_start() == 7
+
+
+def test_a_writer_s_file_expires_only_when_every_partition_in_it_has_a_snapshot(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """A writer task's file holds pieces of several partitions: a snapshot of one of them
+    leaves the file, which the others still read from."""
+    table = _build(catalog, "keyvalue", appends=4)  # commits 1..5
+    assert compact(table, partitions=[0]) is not None  # 6: partition 0 only, base 5
+    report = catalog.vacuum("s", older_than_ms=0, retain_history_ms=0)[0]
+    assert report.history_start == 5 and not report.deleted
+    expected = _sorted(_at(table, 6))
+    assert _sorted(_at(_fresh(catalog, tmp_path, "p1").load("s"), 6)) == expected
+    assert compact(table, partitions=[1]) is not None  # 7: partition 1, base 6
+    report = catalog.vacuum("s", older_than_ms=0, retain_history_ms=0)[0]
+    assert report.deleted and all(p.startswith("changelog/tasks/") for p in report.deleted)
+    assert _sorted(_fresh(catalog, tmp_path, "both").load("s").to_arrow()) == expected
 
 
 def test_history_is_kept_while_no_snapshot_is_old_enough(catalog: Catalog) -> None:
