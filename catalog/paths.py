@@ -23,6 +23,7 @@ from stores.errors import CorruptDataError, InvalidOptionError
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
 _STORE_ID = re.compile(r"[0-9a-f]{32}")
 _WRITE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
+#: A changelog file of earlier releases: one partition's rows from one writer task (still read).
 _CHANGELOG = re.compile(r"changelog/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
 #: A writer task's file: its rows of every partition, one Arrow IPC file per partition back to
 #: back; a commit record lists each piece with its offset (``catalog.changelog``).
@@ -72,14 +73,6 @@ def check_write_id(write_id: str) -> str:
             f"write id {write_id!r} is not valid; use 1 to 200 letters, digits, '_' or '-'"
         )
     return write_id
-
-
-def changelog_path(partition: int, name: str) -> str:
-    """The path, relative to a store's directory, of a staged changelog file."""
-    path = f"changelog/{partition:05d}/{name}.arrow"
-    if not _CHANGELOG.fullmatch(path):
-        raise InvalidOptionError(f"changelog file name {name!r} is not valid")
-    return path
 
 
 def task_changelog_path(name: str) -> str:
