@@ -652,7 +652,7 @@ class StoreTable:
         if spec_commit is None:
             spec_commit = self.spec_commit
         ordered = sorted(files, key=lambda f: (f.partition, f.path))
-        summary = {"rows": sum(f.rows for f in files), "files": len(files),
+        summary = {"rows": sum(f.rows for f in files), "files": len({f.path for f in files}),
                    "bytes": sum(f.size for f in files)}  # fmt: skip
         operation = "overwrite" if overwrite else "append"
         if not creates:

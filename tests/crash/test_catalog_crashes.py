@@ -43,8 +43,8 @@ WRITE_CASES = [
       if (step, action) != ("commit.record_writing", "interrupt")],
     *[("versioned", step, "kill") for step in WRITE_STEPS],
 ]  # fmt: skip
-#: Four keys: a write spans several of the store's four partitions, so a writer killed after
-#: its first changelog file has staged only part of its write.
+#: Four keys: a write spans several of the store's four partitions, all of them in the one
+#: changelog file a writer stages (a piece per partition).
 CRASH_KEYS = ["c", "w", "x", "y"]
 
 
