@@ -45,7 +45,7 @@ from catalog.changelog import IPC_OPTIONS, changelog_batches
 from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
 from catalog.paths import snapshot_path
 from catalog.storage import Storage
-from stores.arrow_bytes import binary_from, binary_offsets
+from stores.arrow_bytes import binary_data, binary_from, binary_offsets
 
 if TYPE_CHECKING:
     from catalog.catalog import StoreTable
@@ -196,9 +196,18 @@ def _snapshot_batch(family: str, keys: pa.Array, values: pa.Array) -> pa.RecordB
     name = family.encode()
     offsets = np.arange(len(keys) + 1, dtype=np.int64) * len(name)
     cf = binary_from(np.frombuffer(name * len(keys), np.uint8), offsets).view(pa.string())
-    return pa.record_batch(
-        [cf, keys.cast(pa.binary()), values.cast(pa.binary())], schema=SNAPSHOT_SCHEMA
-    )
+    return pa.record_batch([cf, _narrow(keys), _narrow(values)], schema=SNAPSHOT_SCHEMA)
+
+
+def _narrow(array: pa.Array) -> pa.Array:
+    """A binary or large binary array (no nulls, under 2 GiB of bytes) as binary, over the
+    same bytes. (Arrow's cast checks a slice's offsets as they are in the whole array, so a
+    slice of a large array that starts past 2 GiB would not cast.)"""
+    if not pa.types.is_large_binary(array.type):
+        return array.cast(pa.binary())
+    offsets = binary_offsets(array)
+    data = binary_data(array)[int(offsets[0]) : int(offsets[-1])]
+    return binary_from(data, offsets - offsets[0])
 
 
 def _pieces(

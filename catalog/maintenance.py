@@ -181,7 +181,7 @@ def expire_history(
     sizes: dict[str, int] = {}
     for record in records:
         for ref in record.files:
-            kept_from = keep.get(ref.partition, 1)
+            kept_from = keep.get(ref.partition, 0)  # (a partition with no snapshot: nothing)
             old = record.base < kept_from if record.compaction and record.base else record.id <= kept_from
             old_pieces.setdefault(ref.path, []).append(old)
             sizes[ref.path] = sizes.get(ref.path, 0) + ref.size

@@ -110,7 +110,10 @@ def check_changelog_path(
     """
     pattern = _SNAPSHOT if snapshot else _CHANGELOG
     match = pattern.fullmatch(path) if isinstance(path, str) else None
-    task_file = isinstance(path, str) and not snapshot and _TASK_CHANGELOG.fullmatch(path)
+    task_file = (
+        isinstance(path, str) and not snapshot and _TASK_CHANGELOG.fullmatch(path)
+        and isinstance(partition, int) and partition >= 0
+    )  # fmt: skip
     if (
         not isinstance(path, str)
         or not isinstance(partition, int)

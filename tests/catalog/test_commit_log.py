@@ -136,6 +136,26 @@ def test_a_record_cannot_send_a_read_outside_the_store(
         _fresh(catalog, tmp_path).load("kv").to_arrow()
 
 
+def test_a_task_file_piece_for_a_negative_partition_is_refused(
+    catalog: Catalog, warehouse: str, tmp_path: Path
+) -> None:
+    _kv(catalog)
+    _edit(_record_path(warehouse, 3), lambda r: r["files"][0].update(partition=-1), reseal=True)
+    with pytest.raises(CorruptDataError, match=r"\[UNSAFE_PATH\]"):
+        _fresh(catalog, tmp_path).load("kv").to_arrow()
+
+
+def test_a_piece_size_from_a_record_is_checked_not_allocated(
+    catalog: Catalog, warehouse: str, tmp_path: Path
+) -> None:
+    """A resealed record that claims a huge piece gets the file's bytes compared with it,
+    not a terabyte buffer."""
+    _kv(catalog, partitions=1)
+    _edit(_record_path(warehouse, 3), lambda r: r["files"][0].update(size=1 << 40), reseal=True)
+    with pytest.raises(CorruptDataError, match="does not match its commit record"):
+        _fresh(catalog, tmp_path).load("kv").to_arrow()
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [("name", "../kv"), ("store_id", "../../tmp"), ("store_id", "/abs")],

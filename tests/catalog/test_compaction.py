@@ -9,7 +9,9 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from catalog import Catalog, StoreTable, changelog, commit_log
@@ -494,6 +496,44 @@ def test_a_writer_s_file_expires_only_when_every_partition_in_it_has_a_snapshot(
     report = catalog.vacuum("s", older_than_ms=0, retain_history_ms=0)[0]
     assert report.deleted and all(p.startswith("changelog/tasks/") for p in report.deleted)
     assert _sorted(_fresh(catalog, tmp_path, "both").load("s").to_arrow()) == expected
+
+
+def test_history_expiry_keeps_the_first_write_s_file_for_partitions_without_a_snapshot(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """A store created by its first write lists that write's file in record 1: expiring
+    history after a snapshot of one partition must keep it for the others."""
+    spec = catalog.new_spec("s", "keyvalue", "string", "long", 2)
+    table = StoreTable(catalog, spec)
+    keys = pa.array([f"k{i}" for i in range(20)])
+    table.commit(table.stage(keys, pa.array(range(20)), None), creates=True)
+    assert table.log.read(1).files  # the first write's file, in record 1
+    table.commit(table.stage(keys.slice(0, 5), pa.array(range(100, 105)), None))
+    expected = _sorted(table.to_arrow())
+    assert compact(table, partitions=[1]) is not None
+    catalog.vacuum("s", older_than_ms=0, retain_history_ms=0)
+    assert _sorted(_fresh(catalog, tmp_path, "after").load("s").to_arrow()) == expected
+
+
+def test_snapshot_batches_of_a_partition_past_2_gib_stay_within_32_bit_offsets() -> None:
+    """Rows computed for a snapshot come as large binary; a piece that starts past 2 GiB in
+    them is written as binary over the same bytes (the buffer here is allocated, not
+    touched: only its last bytes are)."""
+    from catalog.compaction import _pieces, _snapshot_batch
+
+    sizes = [1 << 30, (1 << 30) + 100, 200]
+    buffer = pa.allocate_buffer(sum(sizes))
+    tail = np.frombuffer(buffer, np.uint8)[-200:]
+    tail[:] = np.frombuffer(bytes(range(200)), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    values = pa.Array.from_buffers(pa.large_binary(), 3, [None, pa.py_buffer(offsets), buffer])
+    keys = pa.array([b"a", b"b", b"c"], pa.large_binary())
+    batches = [_snapshot_batch("default", k, v) for k, v in _pieces(keys, values)]
+    assert [b.num_rows for b in batches] == [1, 1, 1]
+    assert [b.column("value").type for b in batches] == [pa.binary()] * 3
+    assert [pc.binary_length(b.column("value"))[0].as_py() for b in batches[:2]] == sizes[:2]
+    assert batches[2].column("value")[0].as_py() == bytes(range(200))
+    assert batches[2].column("key").to_pylist() == [b"c"]
 
 
 def test_history_is_kept_while_no_snapshot_is_old_enough(catalog: Catalog) -> None:
