@@ -47,7 +47,7 @@ import xxhash
 
 from catalog import faults
 from catalog.changelog import read_changelog
-from catalog.commit_log import CommitLog, RestorePlan
+from catalog.commit_log import CommitLog, CommitRecord, RestorePlan
 from catalog.compaction import load_snapshot, snapshot_runs
 from catalog.kinds import kind_of
 from catalog.spec import StoreSpec
@@ -203,30 +203,39 @@ class PartitionCache:
                     # database, as a snapshot is (a crash before the offset is committed leaves
                     # a database that committed nothing, which starts over the same way).
                     tx = self._emptied(tx, path)
-                    for family, (keys, values) in rows.items():
-                        tx.db.ingest_sorted(family, _slices(keys, values))
-                    faults.point("cache.ingested")  # durable, not yet committed
-                    tx.commit(target)
-                    faults.point("cache.applied")
+                    self._ingested(tx, rows, target)
                     return target
             if snapshot is not None:
-                # A snapshot is ingested as SST files into an empty database (ingest bypasses
-                # the batch): the old one goes first. A crash before the offset is committed
-                # leaves a database that committed nothing, which starts over the same way.
+                # The snapshot is ingested as SST files into an empty database (ingest bypasses
+                # the batch; a crash before the offset is committed leaves a database that
+                # committed nothing, which starts over the same way). Its tail: where the kind
+                # computes what the tail leaves over any state, one more SST file over it;
+                # where a long tail would be applied row by row, the whole state computed from
+                # columns instead (``_RECOMPUTE_SHARE``); else applied by the store.
+                commits = list(commits)  # read once: for the columns, or for the store after
+                tables = [t for _, t in commits]
+                overlay = self.kind.overlay_rows(tables, self.spec.params) if tables else None
+                tail_rows = sum(t.num_rows for t in tables)
+                snapshot_rows = sum(f.rows for f in snapshot.files_for(self.partition))
+                runs = None
+                if overlay is None and tail_rows and tail_rows * _RECOMPUTE_SHARE >= snapshot_rows:
+                    runs = self._snapshot_runs(snapshot)
+                    rows = self.kind.store_rows(runs, tables, self.spec.params)
+                    if rows is not None:
+                        tx = self._emptied(tx, path)
+                        self._ingested(tx, rows, target)
+                        return target
                 tx = self._emptied(tx, path)
                 loaded: set[str] = set()
-                for ref in snapshot.files_for(self.partition):
-                    loaded |= load_snapshot(tx.db, self.storage, self.store_dir, ref)
-                # The tail, where the kind computes what it leaves over any state, is ingested
-                # over the snapshot as one more SST file per family, committed with it.
-                commits = list(commits)  # read once: for the columns, or for the store after
-                overlay = self.kind.overlay_rows([t for _, t in commits], self.spec.params)
-                if commits and overlay is not None and loaded <= overlay.keys():
-                    for family, (keys, values) in overlay.items():
-                        tx.db.ingest_sorted(family, _slices(keys, values), deletions=True)
-                    faults.point("cache.ingested")
-                    tx.commit(target)
-                    faults.point("cache.applied")
+                if runs is not None:  # read already: ingested from memory
+                    loaded = {family for family, (keys, _) in runs.items() if len(keys)}
+                    for family in loaded:
+                        tx.db.ingest_sorted(family, _slices(*runs[family]))
+                else:
+                    for ref in snapshot.files_for(self.partition):
+                        loaded |= load_snapshot(tx.db, self.storage, self.store_dir, ref)
+                if overlay is not None and loaded <= overlay.keys():
+                    self._ingested(tx, overlay, target, deletions=True)
                     return target
                 faults.point("cache.ingested")
                 tx.commit(snapshot.base)
@@ -245,6 +254,20 @@ class PartitionCache:
             return target
         finally:
             tx.close()
+
+    def _ingested(
+        self,
+        tx: TransactionalStore,
+        rows: dict[str, tuple[pa.Array, pa.Array]],
+        target: int,
+        deletions: bool = False,
+    ) -> None:
+        """Ingest ``rows`` (per column family, sorted) as SST files, then commit ``target``."""
+        for family, (keys, values) in rows.items():
+            tx.db.ingest_sorted(family, _slices(keys, values), deletions=deletions)
+        faults.point("cache.ingested")  # durable, not yet committed
+        tx.commit(target)
+        faults.point("cache.applied")
 
     def _emptied(self, tx: TransactionalStore, path: str) -> TransactionalStore:
         """Close ``tx`` and open an empty database in its place (for SST ingest)."""
@@ -443,12 +466,17 @@ class PartitionCache:
         """A restore plan's newest snapshot, as sorted runs per column family, and the
         changelog table of each commit after it (every file checked against its size and
         CRC-32)."""
-        runs: dict[str, tuple[pa.Array, pa.Array]] = {}
-        if plan.snapshot is not None:
-            for ref in plan.snapshot.files_for(self.partition):
-                for family, keys, values in snapshot_runs(self.storage, self.store_dir, ref):
-                    runs[family] = (keys, values)
+        runs = self._snapshot_runs(plan.snapshot) if plan.snapshot is not None else {}
         return runs, [table for _, table in self._commit_tables(plan)]
+
+    def _snapshot_runs(self, snapshot: CommitRecord) -> dict[str, tuple[pa.Array, pa.Array]]:
+        """A snapshot's sorted ``(keys, values)`` per column family, for this partition (its
+        files checked against their size and CRC-32)."""
+        runs: dict[str, tuple[pa.Array, pa.Array]] = {}
+        for ref in snapshot.files_for(self.partition):
+            for family, keys, values in snapshot_runs(self.storage, self.store_dir, ref):
+                runs[family] = (keys, values)
+        return runs
 
     def _commit_tables(self, plan: RestorePlan) -> Iterator[tuple[int, pa.Table]]:
         """``(commit id, changelog table)`` of each commit of the plan with files for this
@@ -487,6 +515,13 @@ def _read_batches(source: pa.MemoryMappedFile) -> Iterator[pa.RecordBatch]:
     for i in range(reader.num_record_batches):
         yield reader.get_batch(i)
 
+
+#: After a snapshot, a tail the store would apply row by row (window, session and versioned
+#: stores) with at least 1/``_RECOMPUTE_SHARE`` as many rows as the snapshot is not applied:
+#: the whole state is computed from columns (``StoreKind.store_rows``) and ingested. Measured
+#: for window stores: about 3 us a row applied, 0.8 us a row computed and ingested, 0.3 us a
+#: row for a snapshot ingested as it is.
+_RECOMPUTE_SHARE = 4
 
 #: A kept scan file's checksum sidecar: XXH3-64 of the file, in hex. The file is a local
 #: cache verified on every read, so the checksum runs at memory speed (xxHash's XXH3, ~8x

@@ -420,6 +420,32 @@ def test_compaction_computes_snapshots_from_columns_where_the_kind_can(
     assert _sorted(_at(fresh, record.id)) == expected
 
 
+@pytest.mark.parametrize("tail", [1, 40], ids=["short tail: applied", "long tail: computed"])
+def test_a_window_cache_after_a_snapshot_computes_a_long_tail_and_applies_a_short_one(
+    catalog: Catalog, tmp_path: Path, tail: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from catalog.kinds import Scan
+    from catalog.kinds.window import WindowKind
+
+    table = catalog.create_store("s", "window", "string", "long", num_partitions=1, **KINDS["window"])
+    keys = [f"k{i}" for i in range(40)]
+    times = pa.array([HOUR * 10 + i for i in range(40)], pa.int64())
+    table.commit(table.stage(pa.array(keys), pa.array(range(40), pa.int64()), {"window_start": times}))
+    assert compact(table) is not None
+    table.commit(table.stage(pa.array(keys[:tail]), pa.array(range(tail), pa.int64()),
+                             {"window_start": times.slice(0, tail)}))  # fmt: skip
+    expected = _sorted(_at(table, table.log.latest_id()))
+    applied: list[int] = []
+    real = WindowKind.apply
+    monkeypatch.setattr(WindowKind, "apply", lambda self, *a: applied.append(1) or real(self, *a))
+    cache = PartitionCache(catalog.storage, table.spec, "s", 0, str(tmp_path / "c"))
+    target = table.log.latest_id()
+    assert cache.catch_up(target) == target
+    assert applied == ([1] if tail == 1 else [])
+    batches = list(cache.read(target, table._typed_scan(Scan()), table.arrow_schema()))  # RocksDB
+    assert _sorted(pa.Table.from_batches(batches, schema=table.arrow_schema())) == expected
+
+
 def test_a_fresh_cache_loads_the_snapshot_and_reads_only_the_tail(
     catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
