@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from stores.arrow_bytes import big_endian_column, binary_offsets, concat_rows, varint_column
+from stores.arrow_bytes import (
+    big_endian_column,
+    binary_offsets,
+    concat_rows,
+    varint_column,
+    whole,
+)
 from stores.errors import CorruptDataError
 
 _BYTES = pa.large_binary()
@@ -128,10 +134,6 @@ def stored_values(
     """Values (no nulls) in Kafka's stored layouts, as ``value_columns`` reads them (large
     binary): ``[varint size][headers]`` if ``headers`` are given (a null is no headers), then
     ``[timestamp 8]`` if ``stamps`` are, then the value."""
-
-    def whole(column: pa.Array | pa.ChunkedArray) -> pa.Array:
-        return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-
     pieces = [whole(values)]
     if stamps is not None:
         pieces.insert(0, big_endian_column(whole(stamps).to_numpy(zero_copy_only=False)))

@@ -45,7 +45,7 @@ from catalog.changelog import IPC_OPTIONS, changelog_batches
 from catalog.commit_log import ChangelogFile, CommitLog, CommitRecord
 from catalog.paths import snapshot_path
 from catalog.storage import Storage
-from stores.arrow_bytes import binary_data, binary_from, binary_offsets
+from stores.arrow_bytes import as_binary, binary_from, binary_offsets, whole
 
 if TYPE_CHECKING:
     from catalog.catalog import StoreTable
@@ -196,18 +196,7 @@ def _snapshot_batch(family: str, keys: pa.Array, values: pa.Array) -> pa.RecordB
     name = family.encode()
     offsets = np.arange(len(keys) + 1, dtype=np.int64) * len(name)
     cf = binary_from(np.frombuffer(name * len(keys), np.uint8), offsets).view(pa.string())
-    return pa.record_batch([cf, _narrow(keys), _narrow(values)], schema=SNAPSHOT_SCHEMA)
-
-
-def _narrow(array: pa.Array) -> pa.Array:
-    """A binary or large binary array (no nulls, under 2 GiB of bytes) as binary, over the
-    same bytes. (Arrow's cast checks a slice's offsets as they are in the whole array, so a
-    slice of a large array that starts past 2 GiB would not cast.)"""
-    if not pa.types.is_large_binary(array.type):
-        return array.cast(pa.binary())
-    offsets = binary_offsets(array)
-    data = binary_data(array)[int(offsets[0]) : int(offsets[-1])]
-    return binary_from(data, offsets - offsets[0])
+    return pa.record_batch([cf, as_binary(keys), as_binary(values)], schema=SNAPSHOT_SCHEMA)
 
 
 def _pieces(
@@ -215,10 +204,7 @@ def _pieces(
 ) -> Iterator[tuple[pa.Array, pa.Array]]:
     """``keys`` and ``values`` (binary or large binary) in slices of at most
     ``FILE_BATCH_ROWS`` rows and 1 GiB of bytes, each within a binary array's 32-bit offsets."""
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    keys, values = whole(keys), whole(values)
     size = np.diff(binary_offsets(keys)) + np.diff(binary_offsets(values))
     ends = np.cumsum(size)
     start = 0

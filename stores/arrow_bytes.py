@@ -26,6 +26,24 @@ def binary_data(array: pa.Array) -> np.ndarray:
     return np.zeros(0, np.uint8) if data is None else np.frombuffer(data, np.uint8)
 
 
+def whole(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A column as one array (a chunked one's chunks combined)."""
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def as_binary(array: pa.Array) -> pa.Array:
+    """A binary-like array without nulls, of under 2 GiB of bytes, as binary. A large binary
+    one keeps its bytes and gets offsets from 0: Arrow's cast checks a slice's offsets as they
+    are in the whole array, so it refuses a slice that starts past 2 GiB."""
+    if pa.types.is_large_string(array.type):
+        array = array.view(pa.large_binary())
+    if not pa.types.is_large_binary(array.type):
+        return array.cast(pa.binary())
+    offsets = binary_offsets(array)
+    data = binary_data(array)[int(offsets[0]) : int(offsets[-1])]
+    return binary_from(data, offsets - offsets[0])
+
+
 def varint_sizes(values: np.ndarray) -> np.ndarray:
     """Bytes of each value as an unsigned varint (LEB128; values in ``[0, 2**35)``). Kafka's
     zig-zag varint of a size ``n >= 0`` is the unsigned varint of ``2 * n``."""

@@ -42,7 +42,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from stores.arrow_bytes import binary_from, binary_offsets, concat_rows, varint_column
+from stores.arrow_bytes import (
+    as_binary,
+    binary_from,
+    binary_offsets,
+    concat_rows,
+    varint_column,
+    whole,
+)
 
 #: Data block size target (RocksDB's ``block_size``; its default is 4 KiB). Larger blocks mean
 #: fewer checksum calls and index entries; a lookup decodes one block by binary search.
@@ -184,12 +191,7 @@ class _Table:
 
     def add(self, keys: pa.Array | pa.ChunkedArray, values: pa.Array | pa.ChunkedArray) -> None:
         """Append a batch (its keys after every key so far)."""
-        if isinstance(keys, pa.ChunkedArray):
-            keys = keys.combine_chunks()
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
-        keys = keys.cast(pa.binary())
-        values = values.cast(pa.binary())
+        keys, values = whole(keys), whole(values)
         n = len(keys)
         if len(values) != n:
             raise ValueError(f"{n} keys but {len(values)} values")
@@ -204,6 +206,8 @@ class _Table:
             suffix = binary_from(kinds.ravel(), np.arange(n + 1, dtype=np.int64) * _SUFFIX_BYTES)
             self.deleted += values.null_count
             values = values.fill_null(b"")
+        # Binary over the same bytes (a slice of a large binary column may start past 2 GiB).
+        keys, values = as_binary(keys), as_binary(values)
         first = keys[0].as_py()
         if (self.last_key is not None and first <= self.last_key) or (
             n > 1 and not pc.all(pc.less(keys.slice(0, n - 1), keys.slice(1))).as_py()

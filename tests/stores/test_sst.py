@@ -7,6 +7,7 @@ import itertools
 import os
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -181,3 +182,38 @@ def test_bad_input_is_refused_and_leaves_no_file(
 def test_no_rows_with_allow_empty_writes_nothing(tmp_path: Path) -> None:
     assert sst.write_sst(str(tmp_path / "none.sst"), [], allow_empty=True) == 0
     assert os.listdir(tmp_path) == []
+
+
+def test_large_binary_slices_are_written_as_their_own_bytes(tmp_path: Path) -> None:
+    """Columns computed for a cache come as large binary, cut in slices: each slice is written
+    from its own bytes (``arrow_bytes.as_binary``), with the entries binary columns give."""
+    items = [(f"{i:06d}".encode(), b"v" * (i % 90)) for i in range(3000)]
+    keys = pa.array([k for k, _ in items], pa.large_binary())
+    values = pa.array([v for _, v in items], pa.large_binary())
+    sliced = [(keys.slice(a, 1000), values.slice(a, 1000)) for a in (0, 1000, 2000)]
+    sst.write_sst(str(tmp_path / "large.sst"), sliced)
+    db = RocksDBBytesStore(str(tmp_path / "db"), ["family"])
+    try:
+        db.ingest_sorted("family", sliced)
+        assert list(db.items("family")) == items
+    finally:
+        db.close()
+
+
+def test_as_binary_keeps_the_bytes_of_a_slice_past_2_gib() -> None:
+    """Arrow's cast refuses a large binary slice that starts past 2 GiB; ``as_binary`` gives
+    binary over the same bytes (the buffer is allocated, not touched: only its last bytes
+    are)."""
+    from stores.arrow_bytes import as_binary
+
+    sizes = [1 << 30, (1 << 30) + 100, 200]
+    buffer = pa.allocate_buffer(sum(sizes))
+    np.frombuffer(buffer, np.uint8)[-200:] = np.frombuffer(bytes(range(200)), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    column = pa.Array.from_buffers(pa.large_binary(), 3, [None, pa.py_buffer(offsets), buffer])
+    tail = column.slice(2, 1)
+    with pytest.raises(pa.ArrowInvalid):
+        tail.cast(pa.binary())
+    assert as_binary(tail).type == pa.binary()
+    assert as_binary(tail).to_pylist() == [bytes(range(200))]
+    assert as_binary(pa.array(["a", "bc"], pa.large_string()).slice(1)).to_pylist() == [b"bc"]
