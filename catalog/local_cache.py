@@ -457,15 +457,9 @@ class PartitionCache:
     ) -> tuple[dict[str, tuple[pa.Array, pa.Array]], list[pa.Table]]:
         """The state at commit ``target`` as columns: the newest snapshot's sorted runs per
         column family, and the changelog table of each commit after it (what
-        ``StoreKind.scan_columns`` and ``store_rows`` take)."""
-        return self._columns(self.log.restore_plan(0, target, self.partition))
-
-    def _columns(
-        self, plan: RestorePlan
-    ) -> tuple[dict[str, tuple[pa.Array, pa.Array]], list[pa.Table]]:
-        """A restore plan's newest snapshot, as sorted runs per column family, and the
-        changelog table of each commit after it (every file checked against its size and
-        CRC-32)."""
+        ``StoreKind.scan_columns`` and ``store_rows`` take; every file checked against its size
+        and CRC-32)."""
+        plan = self.log.restore_plan(0, target, self.partition)
         runs = self._snapshot_runs(plan.snapshot) if plan.snapshot is not None else {}
         return runs, [table for _, table in self._commit_tables(plan)]
 

@@ -54,8 +54,30 @@ class KeyValueKind(StoreKind):
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
     ) -> pa.Table | None:
-        if not scan.is_full:
-            return None
+        return self._latest(runs, commits) if scan.is_full else None
+
+    def store_rows(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
+    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+        latest = self._latest(runs, commits)
+        if latest is None:
+            return {}
+        return {DEFAULT_CF: (latest.column("key"), latest.column("value"))}
+
+    def overlay_rows(
+        self, commits: list[pa.Table], params: dict[str, Any]
+    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
+        # Every put or delete replaces the key's row, whatever it was.
+        last = self._latest({}, commits, tombstones=True)
+        if last is None:
+            return {}
+        return {DEFAULT_CF: (last.column("key"), last.column("value"))}
+
+    @staticmethod
+    def _latest(runs: Runs, commits: list[pa.Table], tombstones: bool = False) -> pa.Table | None:
+        """The last write of each key after a snapshot's ``runs`` and the ``commits`` (live
+        rows, or with each deleted key's tombstone: ``tombstones``), sorted by key bytes; None
+        when there are no rows at all."""
         parts = []
         if "default" in runs:
             keys, values = runs["default"]
@@ -64,25 +86,6 @@ class KeyValueKind(StoreKind):
         parts += [t.select(["key", "value"]).cast(_WIDE) for t in commits]
         if not parts:
             return None
-        return last_per_key(pa.concat_tables(parts))
-
-    def store_rows(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
-    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
-        latest = self.scan_columns(runs, commits, params, Scan())
-        if latest is None:
-            return {}
-        return {DEFAULT_CF: (latest.column("key"), latest.column("value"))}
-
-    def overlay_rows(
-        self, commits: list[pa.Table], params: dict[str, Any]
-    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
-        if not commits:
-            return {}
-        # Every put or delete replaces the key's row, whatever it was: the last write wins.
-        rows = pa.concat_tables([t.select(["key", "value"]).cast(_WIDE) for t in commits])
-        last = last_per_key(rows, tombstones=True)
-        return {DEFAULT_CF: (last.column("key"), last.column("value"))}
-
+        return last_per_key(pa.concat_tables(parts), tombstones=tombstones)
 
 KEYVALUE = KeyValueKind()
