@@ -180,7 +180,8 @@ class PartitionCache:
     def _catch_up(self, path: str, target: int) -> int:
         if target < 1:
             return 0
-        if not os.path.isdir(path):
+        fresh = not os.path.isdir(path)  # made here: empty, no earlier build's leftovers
+        if fresh:
             _makedirs(path)
         tx = self._open_transactional(path)
         try:
@@ -202,7 +203,7 @@ class PartitionCache:
                     # The state computed from columns, ingested as SST files into an empty
                     # database, as a snapshot is (a crash before the offset is committed leaves
                     # a database that committed nothing, which starts over the same way).
-                    tx = self._emptied(tx, path)
+                    tx = tx if fresh else self._emptied(tx, path)
                     self._ingested(tx, rows, target)
                     return target
             if snapshot is not None:
@@ -222,10 +223,10 @@ class PartitionCache:
                     runs = self._snapshot_runs(snapshot)
                     rows = self.kind.store_rows(runs, tables, self.spec.params)
                     if rows is not None:
-                        tx = self._emptied(tx, path)
+                        tx = tx if fresh else self._emptied(tx, path)
                         self._ingested(tx, rows, target)
                         return target
-                tx = self._emptied(tx, path)
+                tx = tx if fresh else self._emptied(tx, path)
                 loaded: set[str] = set()
                 if runs is not None:  # read already: ingested from memory
                     loaded = {family for family, (keys, _) in runs.items() if len(keys)}

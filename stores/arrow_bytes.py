@@ -72,8 +72,30 @@ def binary_from(data: np.ndarray, offsets: np.ndarray) -> pa.Array:
     )  # fmt: skip
 
 
+def _varint_width(values: np.ndarray) -> int | None:
+    """The varint size every one of ``values`` has, or None where sizes differ."""
+    if not len(values):
+        return 1
+    low, high = varint_sizes(np.array([values.min(), values.max()], dtype=np.int64)).tolist()
+    return int(low) if low == high else None
+
+
 def varint_column(*columns: np.ndarray, lead_zero: bool = False) -> pa.Array:
     """Per row, the varints of ``columns`` back to back (after a zero byte: ``lead_zero``)."""
+    widths = [_varint_width(c) for c in columns]
+    if None not in widths:
+        # Every row the same width (sizes of fixed-width keys, values all under 128 bytes, ...):
+        # a matrix of rows filled a byte column at a time, cut at fixed offsets.
+        fixed = [int(w) for w in widths if w is not None]
+        rows = np.zeros((len(columns[0]), int(lead_zero) + sum(fixed)), dtype=np.uint8)
+        at = int(lead_zero)
+        for column, width in zip(columns, fixed, strict=True):
+            for j in range(width):
+                byte = (column >> (7 * j)) & 0x7F
+                rows[:, at + j] = byte | 0x80 if j + 1 < width else byte
+            at += width
+        offsets = np.arange(len(rows) + 1, dtype=np.int64) * rows.shape[1]
+        return binary_from(rows.ravel(), offsets)
     sizes = [varint_sizes(c) for c in columns]
     lengths = sum(sizes, np.full(len(columns[0]), int(lead_zero), dtype=np.int64))
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)

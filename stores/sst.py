@@ -35,6 +35,7 @@ import os
 import struct
 import uuid
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 import numpy as np
@@ -188,6 +189,39 @@ class _Table:
         self.at: list[int] = []
         self.stored: list[int] = []
         self.last_key: bytes | None = None
+        # Sealing (LZ4, checksums) and writing a round of blocks run on one helper thread while
+        # the next round is laid out: both sides spend most of their time in Arrow, LZ4 and
+        # the file write, which release the GIL.
+        self._sealer: ThreadPoolExecutor | None = None
+        self._sealing: Future[list[int]] | None = None
+
+    def _seal(self, data: memoryview, starts: list[int], sizes: list[int]) -> list[int]:
+        pieces, stored = _sealed(data, starts, sizes, self.compress)
+        self.f.writelines(pieces)
+        return stored
+
+    def _emit(self, data: memoryview | None, starts: list[int], sizes: list[int]) -> None:
+        """Seal and write a round of blocks after the rounds before it (None: just wait)."""
+        if self._sealing is not None:
+            stored = self._sealing.result()
+            self._sealing = None
+            for size in stored:
+                self.at.append(self.offset)
+                self.offset += size + _TRAILER
+            self.stored += stored
+        if data is None:
+            return
+        if self._sealer is None:
+            self._sealer = ThreadPoolExecutor(1, thread_name_prefix="sst-seal")
+        self._sealing = self._sealer.submit(self._seal, data, starts, sizes)
+
+    def close(self) -> None:
+        """Wait for the helper thread (after an error too) and stop it."""
+        if self._sealer is not None:
+            with contextlib.suppress(Exception):
+                self._emit(None, [], [])
+            self._sealer.shutdown(wait=True)
+            self._sealer = None
 
     def add(self, keys: pa.Array | pa.ChunkedArray, values: pa.Array | pa.ChunkedArray) -> None:
         """Append a batch (its keys after every key so far)."""
@@ -236,12 +270,7 @@ class _Table:
                 values.slice(start, stop - start), key_sizes[start:stop],
                 value_sizes[start:stop], first_of_block[head:after] - start,
             )  # fmt: skip
-            pieces, stored = _sealed(data, starts, sizes, self.compress)
-            self.f.writelines(pieces)
-            for size in stored:
-                self.at.append(self.offset)
-                self.offset += size + _TRAILER
-            self.stored += stored
+            self._emit(data, starts, sizes)
             # The index holds each block's last internal key (a deletion's sorts after a put's).
             lasts = pa.array(np.append(first_of_block[head + 1 : after], stop) - 1)
             last_suffix = suffix if isinstance(suffix, bytes) else suffix.take(lasts)
@@ -251,6 +280,7 @@ class _Table:
         """Write the index, properties, metaindex and footer."""
         if not self.entries:
             raise ValueError("an SST file needs at least one key")
+        self._emit(None, [], [])
         data_size = self.offset
         last_keys = pa.concat_arrays(self.index_keys)
         handles = varint_column(np.array(self.at, np.int64), np.array(self.stored, np.int64))
@@ -307,11 +337,14 @@ def write_sst(
     try:
         with open(tmp, "wb") as f:
             table = _Table(f, compress, deletions)
-            for keys, values in batches:
-                table.add(keys, values)
-            if allow_empty and not table.entries:
-                return 0
-            table.finish()
+            try:
+                for keys, values in batches:
+                    table.add(keys, values)
+                if allow_empty and not table.entries:
+                    return 0
+                table.finish()
+            finally:
+                table.close()
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):

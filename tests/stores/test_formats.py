@@ -156,6 +156,42 @@ def test_varint_length_grows_with_magnitude(a: int, b: int) -> None:
         assert len(encode_varint(a)) <= len(encode_varint(b))
 
 
+def _unsigned_varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# Columns of one varint width in every row (the matrix path) and of mixed widths.
+_VARINT_COLUMNS = st.one_of(
+    st.tuples(st.integers(0, 4), st.integers(1, 40)).flatmap(
+        lambda wn: st.lists(
+            st.integers(0 if wn[0] == 0 else 1 << (7 * wn[0]), (1 << (7 * wn[0] + 7)) - 1),
+            min_size=wn[1], max_size=wn[1],
+        )
+    ),
+    st.lists(st.integers(0, 2**35 - 1), max_size=40),
+)  # fmt: skip
+
+
+@given(st.lists(_VARINT_COLUMNS, min_size=1, max_size=3), st.booleans())
+def test_varint_column_is_each_rows_varints(columns: list[list[int]], lead_zero: bool) -> None:
+    import numpy as np
+
+    from stores.arrow_bytes import varint_column
+
+    n = min(len(c) for c in columns)
+    arrays = [np.array(c[:n], dtype=np.int64) for c in columns]
+    expected = [
+        (b"\x00" if lead_zero else b"") + b"".join(_unsigned_varint(int(a[i])) for a in arrays)
+        for i in range(n)
+    ]
+    assert varint_column(*arrays, lead_zero=lead_zero).to_pylist() == expected
+
+
 # -- headers ------------------------------------------------------------------------------------
 
 
