@@ -19,20 +19,19 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog import faults
-from catalog.changelog import CHANGELOG_DIR, write_changelog
+from catalog.changelog import CHANGELOG_DIR
 from catalog.commit_log import COMMITS_DIR, ChangelogFile, CommitLog, CommitRecord, Txn, record_name
 from catalog.compaction import COMPACT_AFTER_FILES
 from catalog.header_columns import HEADERS_TYPE, headers_to_arrow
 from catalog.kinds import HEADERS, Layout, Scan, kind_of
 from catalog.local_cache import Columnar, PartitionCache, default_cache_root
-from catalog.partitioner import partitions_of
 from catalog.paths import check_store_name, check_write_id
 from catalog.spec import StoreSpec
+from catalog.staging import Stager
 from catalog.storage import Storage
 from stores.errors import (
     CommitConflictError,
@@ -41,7 +40,6 @@ from stores.errors import (
     StoreAlreadyExistsError,
     StoreNotFoundError,
 )
-from stores.records import UNKNOWN_TIMESTAMP
 from stores.serdes import serde_for
 from stores.types import TypeJson, to_arrow
 
@@ -70,7 +68,6 @@ STORES_SCHEMA = pa.schema(
     ]
 )
 #: The largest epoch-ms time a Spark TIMESTAMP (microseconds in a long) can show.
-MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
 
 
 def _is_store_name(name: str) -> bool:
@@ -533,83 +530,21 @@ class StoreTable:
                 session ending before its start (INVALID_SESSION); a backend where commits
                 are not atomic and no single-writer promise (NO_ATOMIC_COMMIT).
         """
-        self.catalog.storage.require_atomic_commit()
-        name = f"{check_write_id(write_id) if write_id else uuid.uuid4().hex}-{sequence:09d}"
-        spec = self.spec
-        schema = self.layout.changelog_schema()
-        if keys.null_count:
-            raise InvalidOptionError(
-                f"column 'key' is null in {keys.null_count} row(s); every row needs a key "
-                "(a null value, not a null key, deletes)",
-                code="NULL_KEY",
-            )
-        key_bytes = serde_for(spec.key_type, column="key").encode(keys)
-        value_bytes = serde_for(spec.value_type, column="value").encode(values)
-        given = dict(columns or {})
-        data: dict[str, pa.Array] = {"key": key_bytes, "value": value_bytes}
-        for f in schema:
-            if f.name in data:
-                continue
-            if f.name not in given:
-                raise InvalidOptionError(
-                    f"a write to {spec.kind} store {spec.name!r} needs column {f.name!r}",
-                    code="MISSING_COLUMN",
-                )
-            data[f.name] = given[f.name].cast(f.type)
-        self._check_times(data)
-        table = pa.Table.from_pydict(data, schema=schema)
-        if not table.num_rows:
-            return []
-        if spec.num_partitions == 1:
-            return write_changelog(self.catalog.storage, spec.name, [(0, table)], name)
-        parts = partitions_of(key_bytes, spec.num_partitions)
-        # A stable sort keeps each partition's rows in their input order (a radix sort of
-        # bytes where the partitions fit one).
-        narrow = parts.astype(np.uint8) if spec.num_partitions <= 256 else parts
-        table = table.take(pa.array(np.argsort(narrow, kind="stable")))
-        counts = np.bincount(parts, minlength=spec.num_partitions)
-        pieces, start = [], 0
-        for partition, count in enumerate(counts.tolist()):
-            if count:
-                pieces.append((partition, table.slice(start, count)))
-            start += count
-        return write_changelog(self.catalog.storage, spec.name, pieces, name)
+        stager = self.stager(write_id or uuid.uuid4().hex, sequence)
+        stager.add(keys, values, columns)
+        return stager.flush()
 
-    def _check_times(self, data: dict[str, pa.Array]) -> None:
-        """Check (and complete) a stage's time columns in place; see ``stage``."""
-        spec = self.spec
-        for time in self.layout.write_times:
-            millis = data[time.name]
-            if time.unknown_if_null:
-                millis = data[time.name] = millis.fill_null(UNKNOWN_TIMESTAMP)
-            elif millis.null_count:
-                raise InvalidOptionError(
-                    f"column {time.name!r} is null in {millis.null_count} row(s); every row of "
-                    f"a write to {spec.kind} store {spec.name!r} needs one",
-                    code="NULL_TIMESTAMP",
-                )
-            lowest = UNKNOWN_TIMESTAMP if time.unknown_if_null else 0
-            # A window's end (start + size) must fit too: reads show it as a TIMESTAMP.
-            highest = MAX_TIMESTAMP_MS - (
-                spec.params.get("window_size_ms", 0) if time.name == "window_start" else 0
-            )
-            if len(millis) and (
-                pc.min(millis).as_py() < lowest or pc.max(millis).as_py() > highest
-            ):
-                raise InvalidOptionError(
-                    f"column {time.name!r} has values outside {lowest} to {highest} ms; "
-                    "timestamps must be >= 0 ms (1970-01-01), as in Kafka, and fit a Spark "
-                    "TIMESTAMP (a window's end too)",
-                    code="INVALID_TIMESTAMP",
-                )
-        if "session_start" in data and pc.any(
-            pc.less(data["session_end"], data["session_start"])
-        ).as_py():
-            raise InvalidOptionError(
-                "column 'session_end' is before 'session_start' in some rows; a session "
-                "ends at or after its start",
-                code="INVALID_SESSION",
-            )
+    def stager(self, write_id: str, sequence: int = 0) -> Stager:
+        """A writer's staging of rows batch by batch (``catalog.staging``): ``add`` checks,
+        serializes and cuts each batch by partition as it comes, ``flush`` writes what was
+        added as one changelog file (``<write_id>-<sequence>``, counting up). ``stage`` is
+        one ``add`` and one ``flush``.
+
+        Raises:
+            InvalidOptionError: a backend where commits are not atomic and no single-writer
+                promise (NO_ATOMIC_COMMIT); an unsafe ``write_id``.
+        """
+        return Stager(self, write_id, sequence)
 
     def commit(
         self,

@@ -24,9 +24,11 @@ from catalog.commit_log import ChangelogFile, Txn
 from catalog.header_columns import headers_from_arrow
 from catalog.kinds import HEADERS
 from catalog.spec import StoreSpec
+from catalog.staging import Stager
 from datasource.errors import surface_errors
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
+from stores.arrow_bytes import binary_from
 from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
 from stores.serdes import serde_for
 from stores.types import all_nullable, describe, same_type
@@ -335,21 +337,30 @@ class StateStoreWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFiles:
         table = self._table()
         # This task's files: "<write id>-<task>-<sequence>", applied in the order staged.
-        task_id = f"{self.write_id}-{uuid.uuid4().hex[:16]}"
+        stager = table.stager(f"{self.write_id}-{uuid.uuid4().hex[:16]}")
         staged: list[ChangelogFile] = []
-        buffered: list[pa.RecordBatch] = []
+        intervals = "valid_from" in self.long_times
+        buffered: list[pa.RecordBatch] = []  # a history-shaped write's rows, checked together
         size = 0
         try:
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
-                buffered.append(batch)
-                size += batch.nbytes
-                if size >= FLUSH_BYTES:
-                    staged += self._stage(table, buffered, task_id, len(staged))
-                    buffered, size = [], 0
+                if intervals:
+                    buffered.append(batch)
+                    size += batch.nbytes
+                    if size >= FLUSH_BYTES:
+                        self._add_intervals(stager, table, buffered)
+                        staged += stager.flush()
+                        buffered, size = [], 0
+                    continue
+                # Each batch is staged as it arrives, while Spark is still sending the next.
+                self._add(stager, pa.Table.from_batches([batch]))
+                if stager.nbytes >= FLUSH_BYTES:
+                    staged += stager.flush()
             if buffered:
-                staged += self._stage(table, buffered, task_id, len(staged))
+                self._add_intervals(stager, table, buffered)
+            staged += stager.flush()
             faults.point("stage.done")
             if table.was_aborted(self.write_id):
                 raise CommitConflictError(
@@ -371,31 +382,31 @@ class StateStoreWriter(DataSourceArrowWriter):
         mask = micros.is_null().to_numpy(zero_copy_only=False) if micros.null_count else None
         return pa.array(floored, pa.int64(), mask=mask)
 
-    def _stage(
-        self, table: StoreTable, batches: list[pa.RecordBatch], task_id: str, sequence: int
-    ) -> list[ChangelogFile]:
-        data = pa.Table.from_batches(batches)
-        if "valid_from" in self.long_times:
-            keys, values, stamps = self._intervals(table, data)
-            return table.stage(keys, values, {"timestamp": stamps}, task_id, sequence)
-        layout = table.layout
+    def _add(self, stager: Stager, data: pa.Table) -> None:
+        """Stage a batch of the DataFrame's rows (see ``Stager.add``)."""
+        layout = stager.table.layout
         columns: dict[str, pa.Array] = {}
         for time in layout.write_times:
-            columns[time.name] = self._millis(data, time.name)  # checked by ``stage``
+            columns[time.name] = self._millis(data, time.name)  # checked by ``add``
         if "window_end" in layout.derived and "window_end" in data.column_names:
             self._check_window_end(data, columns["window_start"])
         if layout.headers:
             if HEADERS in data.column_names:
                 columns[HEADERS] = headers_from_arrow(data.column(HEADERS).combine_chunks())
             else:
-                columns[HEADERS] = pa.array([b""] * data.num_rows, pa.binary())
-        return table.stage(
-            data.column("key").combine_chunks(),
-            data.column("value").combine_chunks(),
-            columns,
-            task_id,
-            sequence,
+                columns[HEADERS] = binary_from(  # no headers: empty headersBytes
+                    np.zeros(0, np.uint8), np.zeros(data.num_rows + 1, np.int64)
+                )
+        stager.add(
+            data.column("key").combine_chunks(), data.column("value").combine_chunks(), columns
         )
+
+    def _add_intervals(
+        self, stager: Stager, table: StoreTable, batches: list[pa.RecordBatch]
+    ) -> None:
+        """Stage a history-shaped write's rows, checked together (see ``_intervals``)."""
+        keys, values, stamps = self._intervals(table, pa.Table.from_batches(batches))
+        stager.add(keys, values, {"timestamp": stamps})
 
     def _intervals(self, table: StoreTable, data: pa.Table) -> tuple[pa.Array, pa.Array, pa.Array]:
         """A history-shaped write as versioned records: each row puts its value at

@@ -88,12 +88,12 @@ def varint_column(*columns: np.ndarray, lead_zero: bool = False) -> pa.Array:
         # a matrix of rows filled a byte column at a time, cut at fixed offsets.
         fixed = [int(w) for w in widths if w is not None]
         rows = np.zeros((len(columns[0]), int(lead_zero) + sum(fixed)), dtype=np.uint8)
-        at = int(lead_zero)
+        first = int(lead_zero)  # the matrix column of a varint's first byte
         for column, width in zip(columns, fixed, strict=True):
             for j in range(width):
                 byte = (column >> (7 * j)) & 0x7F
-                rows[:, at + j] = byte | 0x80 if j + 1 < width else byte
-            at += width
+                rows[:, first + j] = byte | 0x80 if j + 1 < width else byte
+            first += width
         offsets = np.arange(len(rows) + 1, dtype=np.int64) * rows.shape[1]
         return binary_from(rows.ravel(), offsets)
     sizes = [varint_sizes(c) for c in columns]

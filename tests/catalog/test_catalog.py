@@ -226,7 +226,7 @@ def test_a_store_written_by_the_previous_release_reads_and_takes_appends(
     table = catalog.create_store("kv", "keyvalue", "string", "long", num_partitions=3)
     with monkeypatch.context() as old:
         old.setattr(changelog, "write_changelog", legacy)
-        old.setattr("catalog.catalog.write_changelog", legacy)
+        old.setattr("catalog.staging.write_changelog", legacy)
         old.setattr(commit_log, "FORMAT", 2)
         table.commit(table.stage(pa.array(["a", "b", "c", "d"]), pa.array([1, 2, 3, 4]), None))
         table.commit(table.stage(pa.array(["b", "e"]), pa.array([20, 5]), None))

@@ -71,6 +71,46 @@ def test_a_failed_task_cleans_up_and_abort_removes_the_others(warehouse: str) ->
     assert Catalog(warehouse).list() == []
 
 
+def test_a_task_stages_its_batches_as_they_come_into_one_file(warehouse: str) -> None:
+    from catalog.changelog import read_changelog
+
+    writer = StateStoreWriter.plan(options(warehouse, **VERSIONED), SCHEMA, overwrite=False)
+    batches = [batch([f"k{i % 7}", f"k{i % 5}"], [float(i), -float(i)], [i, i]) for i in range(40)]
+    staged = writer.write(iter(batches))
+    assert len({f.path for f in staged.files}) == 1  # one file, a piece per partition
+    assert not Catalog(warehouse).list()  # nothing published before the commit
+    writer.commit([staged])
+    storage = Catalog(warehouse).storage
+    pieces = {f.partition: read_changelog(storage, "rates", f) for f in staged.files}
+    assert sum(p.num_rows for p in pieces.values()) == 80
+    for piece in pieces.values():  # each partition's rows in the order they came
+        stamps = piece.column("timestamp").to_pylist()
+        assert stamps == sorted(stamps)
+    reader = StateStoreReader.plan(options(warehouse))
+    latest = {r["key"]: r["value"] for r in read_all(reader)}
+    assert latest == {f"k{k}": v for k, v in [(0, -35.0), (1, -36.0), (2, -37.0), (3, -38.0),
+                                                (4, -39.0), (5, 33.0), (6, 34.0)]}  # fmt: skip
+
+
+def test_a_bad_batch_after_a_flush_leaves_no_file(
+    warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datasource.writer as writer_module
+
+    monkeypatch.setattr(writer_module, "FLUSH_BYTES", 1)  # a file after every batch
+    writer = StateStoreWriter.plan(options(warehouse, **VERSIONED), SCHEMA, overwrite=False)
+    good = [batch([f"k{i}"], [1.0], [i]) for i in range(3)]
+    with pytest.raises(InvalidOptionError, match=r"\[NULL_KEY\]"):
+        writer.write(iter([*good, batch([None], [1.0], [9])]))
+    assert list(Path(warehouse).rglob("*.arrow")) == []
+    staged = writer.write(iter(good))
+    assert len({f.path for f in staged.files}) == 3  # flushed files of one task, in order
+    writer.commit([staged])
+    assert {r["key"] for r in read_all(StateStoreReader.plan(options(warehouse)))} == {
+        "k0", "k1", "k2"
+    }
+
+
 def test_creation_options_that_contradict_the_store_are_refused(warehouse: str) -> None:
     writer = StateStoreWriter.plan(options(warehouse, **VERSIONED), SCHEMA, overwrite=False)
     writer.commit([writer.write(iter([batch(["EUR"], [1.0], [1])]))])

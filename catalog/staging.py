@@ -1,0 +1,151 @@
+"""Staging a writer's rows: serialized, checked and split by partition as they come.
+
+A Spark write task receives its rows as a stream of Arrow batches while the JVM converts them.
+``Stager.add`` does a batch's share of the work as the batch arrives (serialize keys and
+values, check every row, compute each key's partition and cut the batch into partition
+pieces), so that what is left when the stream ends is one concatenation per partition, the
+changelog file's compression and its one write (``flush``). ``StoreTable.stage`` is one
+``add`` and one ``flush``.
+
+Every row of a batch is checked before the batch is kept, so no file can hold a row that the
+store cannot apply or read back (see ``StoreTable.stage`` for the rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from catalog.changelog import write_changelog
+from catalog.commit_log import ChangelogFile
+from catalog.partitioner import partitions_of
+from catalog.paths import check_write_id
+from stores.errors import InvalidOptionError
+from stores.records import UNKNOWN_TIMESTAMP
+from stores.serdes import serde_for
+
+if TYPE_CHECKING:
+    from catalog.catalog import StoreTable
+
+#: The largest epoch-ms time a Spark TIMESTAMP (microseconds in a long) can show.
+MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
+
+
+class Stager:
+    """One writer's changelog files, staged from batches of rows (see the module doc).
+
+    Files are named ``<write_id>-<sequence>`` with ``sequence`` counting up from ``sequence``:
+    one writer's files sort, and so are applied, in the order it flushed them.
+    """
+
+    def __init__(self, table: StoreTable, write_id: str, sequence: int = 0) -> None:
+        table.catalog.storage.require_atomic_commit()
+        self.table = table
+        self.write_id = check_write_id(write_id)
+        self.sequence = sequence
+        self.schema = table.layout.changelog_schema()
+        self._pieces: list[list[pa.Table]] = [[] for _ in range(table.spec.num_partitions)]
+        #: Bytes of the rows added since the last flush (their serialized columns).
+        self.nbytes = 0
+
+    def add(
+        self, keys: pa.Array, values: pa.Array, columns: Mapping[str, pa.Array] | None = None
+    ) -> None:
+        """Serialize and check a batch of rows and keep it, cut by partition.
+
+        Args and Raises: as ``StoreTable.stage``; a refused batch keeps nothing.
+        """
+        spec = self.table.spec
+        if keys.null_count:
+            raise InvalidOptionError(
+                f"column 'key' is null in {keys.null_count} row(s); every row needs a key "
+                "(a null value, not a null key, deletes)",
+                code="NULL_KEY",
+            )
+        key_bytes = serde_for(spec.key_type, column="key").encode(keys)
+        value_bytes = serde_for(spec.value_type, column="value").encode(values)
+        given = dict(columns or {})
+        data: dict[str, pa.Array] = {"key": key_bytes, "value": value_bytes}
+        for f in self.schema:
+            if f.name in data:
+                continue
+            if f.name not in given:
+                raise InvalidOptionError(
+                    f"a write to {spec.kind} store {spec.name!r} needs column {f.name!r}",
+                    code="MISSING_COLUMN",
+                )
+            data[f.name] = given[f.name].cast(f.type)
+        self._check_times(data)
+        rows = pa.Table.from_pydict(data, schema=self.schema)
+        if not rows.num_rows:
+            return
+        self.nbytes += rows.nbytes
+        if spec.num_partitions == 1:
+            self._pieces[0].append(rows)
+            return
+        parts = partitions_of(key_bytes, spec.num_partitions)
+        # A stable sort keeps each partition's rows in their input order (a radix sort of
+        # bytes where the partitions fit one).
+        narrow = parts.astype(np.uint8) if spec.num_partitions <= 256 else parts
+        rows = rows.take(pa.array(np.argsort(narrow, kind="stable")))
+        start = 0
+        for partition, count in enumerate(np.bincount(parts, minlength=spec.num_partitions)):
+            if count:
+                self._pieces[partition].append(rows.slice(start, int(count)))
+            start += int(count)
+
+    def flush(self) -> list[ChangelogFile]:
+        """Write the rows added since the last flush as one changelog file (none for no rows)
+        and describe its pieces for the commit record."""
+        pieces = [
+            (partition, pa.concat_tables(tables).combine_chunks())
+            for partition, tables in enumerate(self._pieces)
+            if tables
+        ]
+        if not pieces:
+            return []
+        self._pieces = [[] for _ in self._pieces]
+        self.nbytes = 0
+        name = f"{self.write_id}-{self.sequence:09d}"
+        self.sequence += 1
+        return write_changelog(self.table.catalog.storage, self.table.spec.name, pieces, name)
+
+    def _check_times(self, data: dict[str, pa.Array]) -> None:
+        """Check (and complete) a batch's time columns in place; see ``StoreTable.stage``."""
+        spec = self.table.spec
+        for time in self.table.layout.write_times:
+            millis = data[time.name]
+            if time.unknown_if_null:
+                millis = data[time.name] = millis.fill_null(UNKNOWN_TIMESTAMP)
+            elif millis.null_count:
+                raise InvalidOptionError(
+                    f"column {time.name!r} is null in {millis.null_count} row(s); every row of "
+                    f"a write to {spec.kind} store {spec.name!r} needs one",
+                    code="NULL_TIMESTAMP",
+                )
+            lowest = UNKNOWN_TIMESTAMP if time.unknown_if_null else 0
+            # A window's end (start + size) must fit too: reads show it as a TIMESTAMP.
+            highest = MAX_TIMESTAMP_MS - (
+                spec.params.get("window_size_ms", 0) if time.name == "window_start" else 0
+            )
+            if len(millis) and (
+                pc.min(millis).as_py() < lowest or pc.max(millis).as_py() > highest
+            ):
+                raise InvalidOptionError(
+                    f"column {time.name!r} has values outside {lowest} to {highest} ms; "
+                    "timestamps must be >= 0 ms (1970-01-01), as in Kafka, and fit a Spark "
+                    "TIMESTAMP (a window's end too)",
+                    code="INVALID_TIMESTAMP",
+                )
+        if "session_start" in data and pc.any(
+            pc.less(data["session_end"], data["session_start"])
+        ).as_py():
+            raise InvalidOptionError(
+                "column 'session_end' is before 'session_start' in some rows; a session "
+                "ends at or after its start",
+                code="INVALID_SESSION",
+            )
