@@ -150,6 +150,8 @@ class _Ideal(NamedTuple):
     starts: _Ints
     ends: _Ints
     has_end: _Ints
+    #: Whether every key's accepted records were applied in time order (ties included).
+    in_order: bool
 
 
 def _ideal(commits: list[pa.Table], retention: int, base: Base | None) -> _Ideal | None:
@@ -160,7 +162,9 @@ def _ideal(commits: list[pa.Table], retention: int, base: Base | None) -> _Ideal
     n = rows.num_rows
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return _Ideal(rows, empty.astype(bool), start_time, empty, empty, empty, empty.astype(bool))
+        return _Ideal(
+            rows, empty.astype(bool), start_time, empty, empty, empty, empty.astype(bool), True
+        )
     stamps = rows.column("timestamp").to_numpy()
     puts = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
     applied = _apply_order(stamps, puts, [len(t) for t in tables])
@@ -198,42 +202,36 @@ def versioned_rows(
     family, byte for byte what Kafka's put algorithm writes (``stores.versioned``), for a
     partition cache to ingest; None where that is not a function of the ideal history.
 
-    With puts only, at times >= 0, it is: a key's versions chain (each ends where the next
-    starts), the newest is in the latest-value store (``[timestamp][value]`` under the latest
-    prefix) and every other one in the segment of its end, one row per key and segment
+    A key's newest record, if a put, is in the latest-value store (``[timestamp][value]``
+    under the latest prefix). Older records become segment rows, one per key and segment
     (``versioned_format.SegmentValue``: next and min timestamps, entries newest first, values
-    oldest first), if that segment is still live; late records split versions exactly so
-    (``_put_into_row``). Tombstones leave degenerate rows and gaps that depend on the order
-    records came in: the store applies those itself.
+    oldest first), in the segment of the time each was written there, if that segment is
+    still live (``_segment_rows``). With puts only, that is each version's end, however late
+    records came (they split versions exactly so: ``_put_into_row``). Tombstones leave
+    degenerate rows and gaps that depend on the order records came in: computed where every
+    key's records came in time order (any one commit: the store applies a commit's rows by
+    time), else left to the store.
     """
-    if any(t.column("value").null_count for t in commits):
-        return None
     if any(len(t) and pc.min(t.column("timestamp")).as_py() < 0 for t in commits):
         return None
     ideal = _ideal(commits, retention, None)
     if ideal is None:
         return None
+    if not ideal.in_order and bool((~ideal.puts).any()):
+        return None
     values = ideal.rows.column("value").combine_chunks()
     keys = ideal.rows.column("key").combine_chunks()
-    # Latest values: each key's version with no end (history order is key order).
-    newest = ideal.rows_of[~ideal.has_end]
-    latest_keys = concat_rows(LATEST_PREFIX, keys.take(pa.array(newest)))
+    is_put = ideal.puts[ideal.rows_of]
+    # Latest values: each key's last record (it has no end), if a put.
+    newest = ~ideal.has_end & is_put
+    latest_keys = concat_rows(LATEST_PREFIX, keys.take(pa.array(ideal.rows_of[newest])))
     latest_values = concat_rows(
-        big_endian_column(ideal.starts[~ideal.has_end]), values.take(pa.array(newest))
+        big_endian_column(ideal.starts[newest]), values.take(pa.array(ideal.rows_of[newest]))
     )
-    # Older versions in live segments, grouped in rows by (key, segment of their end).
-    # With puts only, a key's last history row is the one without an end: key boundaries.
-    key_ids = np.cumsum(np.concatenate([[1], ~ideal.has_end[:-1]]))
-    ended = np.flatnonzero(ideal.has_end)
-    segments = segment_ids(ideal.ends[ended], interval)
-    live = segments >= segment_id(ideal.stream_time - retention, interval)
-    ended, segments = ended[live], segments[live]
     metadata: tuple[list[bytes], list[bytes]] = ([], [])
     if ideal.stream_time != NO_TIMESTAMP:
         metadata = ([STREAM_TIME_KEY], [ideal.stream_time.to_bytes(8, "big", signed=True)])
-    segment_keys, segment_values = _segment_rows(
-        ideal, ended, key_ids[ended], segments, keys, values
-    )
+    segment_keys, segment_values = _segment_rows(ideal, is_put, retention, interval, keys, values)
     return {
         # Segment ids are >= 0: their prefixes sort below the latest prefix (-1).
         "default": (
@@ -246,35 +244,87 @@ def versioned_rows(
 
 def _segment_rows(
     ideal: _Ideal,
-    versions: _Ints,
-    key_ids: _Ints,
-    segments: _Ints,
+    is_put: _Ints,
+    retention: int,
+    interval: int,
     keys: pa.Array,
     values: pa.Array,
 ) -> tuple[pa.Array, pa.Array]:
-    """Kafka's segment rows of ``versions`` (indices into the history, in its order), one per
-    run of equal (key, segment): ``[segment][key]`` -> ``SegmentValue`` bytes, sorted by
-    segment, then key bytes. The rows' bytes are one take of their pieces (headers, entries,
-    values) in row order, cut at the rows' sizes."""
-    n = len(versions)
-    if n == 0:
+    """Kafka's segment rows of a history (sorted by key, then time) whose records came in
+    ``_segment_rows``' order: ``[segment][key]`` -> ``SegmentValue`` bytes, sorted by segment,
+    then key bytes.
+
+    Record ``k`` of a key, at time ``t``, writes to the segment of ``t``, if live: after a put,
+    that put's version ``[t(k-1), t)``; else, if it is a tombstone, a mark at ``t`` (a
+    degenerate row ``[t, t)`` if it is the row's first, else a tombstone entry from the row's
+    end to ``t``). A version starting after its row's end is preceded by a tombstone entry
+    over the gap (a degenerate row's entry becomes that entry). A put after a tombstone, or
+    first, writes nothing there.
+    """
+    n = len(ideal.rows_of)
+    first_of_key = np.ones(n, dtype=bool)
+    first_of_key[1:] = ~ideal.has_end[:-1]
+    after_put = np.zeros(n, dtype=bool)
+    after_put[1:] = is_put[:-1]
+    after_put &= ~first_of_key
+    events = np.flatnonzero(after_put | ~is_put)
+    segments = segment_ids(ideal.starts[events], interval)
+    live = segments >= segment_id(ideal.stream_time - retention, interval)
+    events, segments = events[live], segments[live]
+    m = len(events)
+    if m == 0:
         return pa.array([], _BYTES), pa.array([], _BYTES)
-    new_row = np.ones(n, dtype=bool)
+    key_ids = np.cumsum(first_of_key)[events]
+    is_version = after_put[events]  # else a tombstone mark
+    ends = ideal.starts[events]
+    froms = np.where(is_version, ideal.starts[events - 1], ends)
+    value_rows = np.where(is_version, ideal.rows_of[events - 1], -1)
+    # Rows: runs of equal (key, segment) among the events (key order, then time).
+    new_row = np.ones(m, dtype=bool)
     new_row[1:] = (key_ids[1:] != key_ids[:-1]) | (segments[1:] != segments[:-1])
-    row_of = np.cumsum(new_row) - 1
-    firsts = np.flatnonzero(new_row)
-    counts = np.diff(np.append(firsts, n))
-    lasts = firsts + counts - 1
+    prev_end = np.zeros(m, dtype=np.int64)
+    prev_end[1:] = ends[:-1]
+    # A row whose only event so far is a mark is degenerate: a later event extends its entry.
+    degenerate = np.zeros(m, dtype=bool)
+    degenerate[1:] = new_row[:-1] & ~is_version[:-1] & ~new_row[1:]
+    # Each event's entries, oldest first: a tombstone entry from the row's end, then its own.
+    gap = ~new_row & ~degenerate & (~is_version | (prev_end < froms))
+    own = new_row | is_version
+    taken = np.column_stack([gap, own]).ravel()
+    entry_ts = np.column_stack([prev_end, froms]).ravel()[taken]
+    entry_values = np.column_stack([np.full(m, -1), value_rows]).ravel()[taken]
+    entry_row = np.cumsum(new_row)[np.repeat(np.arange(m), 2)[taken]] - 1
+    row_starts = np.flatnonzero(new_row)
+    row_ends = np.append(row_starts[1:], m) - 1
+    row_keys = concat_rows(
+        big_endian_column(segments[row_starts]),
+        keys.take(pa.array(ideal.rows_of[events[row_starts]])),
+    )
+    row_bytes = _row_bytes(entry_row, entry_ts, entry_values, ends[row_ends], values)
+    by_segment = pa.array(np.argsort(segments[row_starts], kind="stable"))  # rows: key order
+    return row_keys.take(by_segment), row_bytes.take(by_segment)
+
+
+def _row_bytes(
+    entry_row: _Ints, entry_ts: _Ints, entry_values: _Ints, next_ts: _Ints, values: pa.Array
+) -> pa.Array:
+    """``SegmentValue`` bytes of rows given their entries oldest first (``entry_row``, rising;
+    ``entry_values``: a row of ``values``, or -1 for a tombstone) and each row's next
+    timestamp: a 16-byte header (next timestamp, min timestamp: its oldest entry's), a 12-byte
+    entry per version newest first (start, value size or -1), values oldest first. The bytes
+    are one take of those pieces in row order, cut at the rows' sizes."""
+    n = len(entry_row)
+    firsts = np.flatnonzero(np.diff(entry_row, prepend=-1))
     g = len(firsts)
-    starts, ends = ideal.starts[versions], ideal.ends[versions]
-    taken = values.take(pa.array(ideal.rows_of[versions])).cast(_BYTES)
+    counts = np.diff(np.append(firsts, n))
+    row_of = entry_row
+    tombstone = entry_values < 0
+    taken = values.take(pa.array(entry_values, mask=tombstone)).cast(_BYTES).fill_null(b"")
     sizes = np.diff(binary_offsets(taken))
-    # Pieces: a 16-byte header per row (next timestamp: its newest version's end; min
-    # timestamp: its oldest's start), a 12-byte entry per version (start, value size), values.
     header = np.empty((g, 2), dtype=">i8")
-    header[:, 0], header[:, 1] = ends[lasts], starts[firsts]
+    header[:, 0], header[:, 1] = next_ts, entry_ts[firsts]
     entry = np.zeros(n, dtype=[("ts", ">i8"), ("size", ">i4")])
-    entry["ts"], entry["size"] = starts, sizes
+    entry["ts"], entry["size"] = entry_ts, np.where(tombstone, -1, sizes)
     headers = binary_from(header.view(np.uint8).ravel(), np.arange(g + 1, dtype=np.int64) * 16)
     entries = binary_from(entry.view(np.uint8).ravel(), np.arange(n + 1, dtype=np.int64) * 12)
     pieces = pa.concat_arrays([headers.cast(_BYTES), entries.cast(_BYTES), taken])
@@ -282,7 +332,7 @@ def _segment_rows(
     base = np.cumsum(np.concatenate([[0], 1 + 2 * counts[:-1]]))
     order = np.empty(g + 2 * n, dtype=np.int64)
     order[base] = np.arange(g)
-    rank = np.arange(n) - firsts[row_of]  # 0 for a row's oldest version
+    rank = np.arange(n) - firsts[row_of]  # 0 for a row's oldest entry
     order[base[row_of] + 1 + (counts[row_of] - 1 - rank)] = g + np.arange(n)
     order[base[row_of] + 1 + counts[row_of] + rank] = g + n + np.arange(n)
     joined = pieces.take(pa.array(order))  # a new array: the pieces back to back, in order
@@ -290,12 +340,7 @@ def _segment_rows(
     offsets = np.zeros(g + 1, dtype=np.int64)
     np.cumsum(row_sizes, out=offsets[1:])
     data = binary_data(joined)[int(binary_offsets(joined)[0]) :][: int(offsets[-1])]
-    row_bytes = binary_from(data, offsets).cast(_BYTES)
-    row_keys = concat_rows(
-        big_endian_column(segments[firsts]), keys.take(pa.array(ideal.rows_of[versions[firsts]]))
-    )
-    by_segment = pa.array(np.argsort(segments[firsts], kind="stable"))  # rows are in key order
-    return row_keys.take(by_segment), row_bytes.take(by_segment)
+    return binary_from(data, offsets).cast(_BYTES)
 
 
 def snapshot_records(runs: dict[str, tuple[pa.Array, pa.Array]]) -> Base | None:
@@ -391,10 +436,11 @@ def _history(
     rows: _Ints,
     implied: int = 0,
     prior: int = 0,
-) -> tuple[_Ints, _Ints, _Ints, _Ints] | None:
+) -> tuple[_Ints, _Ints, _Ints, _Ints, bool] | None:
     """Per key, the last record applied at each time, among ``rows`` (row indices in the
     order they are applied), sorted by (key, time): their row indices, starts, each one's end
-    (the key's next time) and whether it has one; None if a time of a key holds a tombstone
+    (the key's next time) and whether it has one, and whether every key's records were applied
+    in time order; None if a time of a key holds a tombstone
     and another record (Kafka's departure, see the module doc). Only keys are copied (to
     compare neighbours), not values. The sort is stable: within a key and time, records stay
     in the order they are applied, with no column to say so.
@@ -411,6 +457,9 @@ def _history(
     # next_same[i]: row i + 1 is of the same key (the last row has no next).
     next_same = np.zeros(n, dtype=bool)
     next_same[:-1] = ~first[1:]
+    # ``order`` holds each row's place in apply order: a key was applied in time order when
+    # its places rise along its (time-sorted, stable) rows.
+    in_order = not bool((next_same[:-1] & (order[1:] < order[:-1])).any())
     tie = next_same.copy()
     tie[:-1] &= starts[:-1] == starts[1:]
     if implied and tie.any():
@@ -429,7 +478,7 @@ def _history(
         rows, starts, next_same = rows[last], starts[last], next_same[last]
     ends = np.zeros(len(starts), dtype=np.int64)
     ends[:-1] = starts[1:]
-    return rows, starts, np.where(next_same, ends, 0), next_same
+    return rows, starts, np.where(next_same, ends, 0), next_same, in_order
 
 
 __all__ = ["RAW", "Base", "snapshot_records", "versioned_read", "versioned_rows"]
