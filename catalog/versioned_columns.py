@@ -20,7 +20,8 @@ key lands. A partition whose records put two records of one key at one time, one
 tombstone, is declined (None): the caller then builds RocksDB and asks the store.
 
 ``versioned_rows`` lays out the RocksDB rows a fresh partition cache ingests from the same
-history, where they follow from it alone: changelogs of puts only (see its doc).
+history, where they follow from it alone: puts however they came; with tombstones, where every key's
+records were applied in time order (see its doc).
 
 A snapshot (``catalog.compaction``) holds Kafka's rows, not records. ``snapshot_records``
 turns them back into the records whose ideal history they hold: each version a put at its
@@ -250,9 +251,9 @@ def _segment_rows(
     keys: pa.Array,
     values: pa.Array,
 ) -> tuple[pa.Array, pa.Array]:
-    """Kafka's segment rows of a history (sorted by key, then time) whose records came in
-    ``_segment_rows``' order: ``[segment][key]`` -> ``SegmentValue`` bytes, sorted by segment,
-    then key bytes.
+    """Kafka's segment rows of a history (sorted by key, then time; a key's records came in
+    time order where it holds a tombstone): ``[segment][key]`` -> ``SegmentValue`` bytes,
+    sorted by segment, then key bytes.
 
     Record ``k`` of a key, at time ``t``, writes to the segment of ``t``, if live: after a put,
     that put's version ``[t(k-1), t)``; else, if it is a tombstone, a mark at ``t`` (a

@@ -341,8 +341,8 @@ def test_rows_computed_from_columns_are_the_rows_kafka_s_stores_write(
     catalog: Catalog, tmp_path: Path, seed: int, kind: str, snapshot: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    """``store_rows`` of a key-value, timestamped, window, session or (puts only) versioned
-    store gives, per column family and byte for byte, what applying each commit to Kafka's
+    """``store_rows`` of a key-value, timestamped, window, session or versioned store (bar
+    tombstones among records of a key that came out of time order) gives, per column family and byte for byte, what applying each commit to Kafka's
     store leaves (tombstones, overwrites of the store, unknown timestamps, headers, expired
     segments, duplicates' sequence numbers, late versions); so it does over a snapshot of
     Kafka's rows and the commits after it (``snapshot+tail``: what compaction writes), for all
@@ -382,7 +382,7 @@ def test_rows_computed_from_columns_are_the_rows_kafka_s_stores_write(
         if kind.startswith("versioned") and snapshot:
             assert computed is None  # a snapshot's tail is left to the store
             continue
-        if computed is None:  # only a versioned store with tombstones leaves them to the store
+        if computed is None:  # only a versioned store's late tombstones are left to the store
             assert kind == "versioned"
             continue
         pairs = {
