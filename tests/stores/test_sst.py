@@ -179,6 +179,44 @@ def test_bad_input_is_refused_and_leaves_no_file(
     assert os.listdir(tmp_path) == []
 
 
+def test_rounds_sealed_on_the_helper_thread_land_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many rounds of blocks, each sealed and written by the helper thread while the next is
+    laid out: the file holds every block in order, and RocksDB reads each entry back."""
+    monkeypatch.setattr(sst, "_CHUNK_BYTES", 3 * sst.BLOCK_SIZE)  # a round every 3 blocks
+    items = [(f"{i:08d}".encode(), (b"v" if i % 3 else os.urandom(1)) * (i % 700)) for i in range(4000)]
+    path = tmp_path / "db"
+    db = RocksDBBytesStore(str(path), ["family"])
+    try:
+        db.ingest_sorted("family", _batches(items, [1000, 2500]))
+        assert list(db.items("family")) == items
+        assert db.multi_get([k for k, _ in items[::97]], "family") == [v for _, v in items[::97]]
+    finally:
+        db.close()
+
+
+def test_a_round_that_fails_to_seal_fails_the_file_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    monkeypatch.setattr(sst, "_CHUNK_BYTES", 3 * sst.BLOCK_SIZE)
+    real, calls = sst._sealed, itertools.count()
+
+    def failing(*args: object, **kwargs: object) -> object:
+        if next(calls) == 2:
+            raise OSError("disk full")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sst, "_sealed", failing)
+    items = [(f"{i:08d}".encode(), b"v" * 500) for i in range(2000)]
+    with pytest.raises(OSError, match="disk full"):
+        sst.write_sst(str(tmp_path / "x.sst"), _batches(items, []))
+    assert os.listdir(tmp_path) == []
+    assert not [t for t in threading.enumerate() if t.name.startswith("sst-seal")]
+
+
 def test_no_rows_with_allow_empty_writes_nothing(tmp_path: Path) -> None:
     assert sst.write_sst(str(tmp_path / "none.sst"), [], allow_empty=True) == 0
     assert os.listdir(tmp_path) == []
