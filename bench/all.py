@@ -34,6 +34,9 @@ def runs(quick: bool) -> list[tuple[str, list[str]]]:
                     ["write_read.py", "--rows", str(rows), "--kind", kind]))  # fmt: skip
     out.append(("write and read through Spark, timestamped with headers",
                 ["write_read.py", "--rows", str(rows), "--kind", "timestamped", "--headers"]))  # fmt: skip
+    for kind in ("keyvalue", "versioned"):
+        out.append((f"write and read through Spark, {kind} with random keys",
+                    ["write_read.py", "--rows", str(rows), "--kind", kind, "--random-keys"]))  # fmt: skip
     out.append(("versioned history (versions=all) through Spark",
                 ["history.py", "--keys", str(keys), "--versions", "5"]))  # fmt: skip
     out.append(("whole store as of T through Spark vs delta-rs",

@@ -4,7 +4,8 @@
                                                                # window, session [--headers]
 
 Rows: 16-byte string keys, 100-byte string values (+ the kind's time columns; with --headers,
-two headers per row). Each
+two headers per row). Keys reach each task in ascending order, which the store's sorts find
+cheap; with --random-keys they are a hash of the row number, in no order. Each
 figure is rows/s; ratios are store / parquet, > 1 meaning the store is faster. A "full read"
 materializes every column of every row (Spark's ``noop`` sink), so parquet cannot answer from
 metadata. The first store read includes computing each partition's state from its changelog.
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from _spark import full_read, register_floor, session
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 
 def timed(label: str, action: Callable[[int], object], rows: int, repeat: int, results: dict[str, float]) -> None:
@@ -51,6 +52,10 @@ def main() -> None:
         default="keyvalue",
     )
     parser.add_argument("--headers", action="store_true", help="header-aware store")
+    parser.add_argument(
+        "--random-keys", action="store_true",
+        help="keys in no order (a hash of the row number) instead of ascending ones",
+    )  # fmt: skip
     parser.add_argument("--store-partitions", type=int, default=4)
     parser.add_argument("--input-partitions", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
@@ -59,8 +64,9 @@ def main() -> None:
     spark = session("state_store bench")
     work = Path(tempfile.mkdtemp(prefix="state-store-bench-"))
     try:
+        key = "xxhash64(id)" if args.random_keys else "id"
         columns = [
-            "lpad(hex(id), 16, '0') AS key",
+            f"lpad(hex({key}), 16, '0') AS key",
             "concat(repeat('v', 84), lpad(cast(id AS string), 16, '0')) AS value",
         ]
         if args.kind in ("versioned", "timestamped"):
@@ -108,7 +114,8 @@ def main() -> None:
         full_read(spark.read.format("floor_arrow").options(rows=str(args.rows), parts="2").load())
 
         n, r = args.rows, args.repeat
-        print(f"{n:,} rows, kind={args.kind}{' with headers' if args.headers else ''}, {args.store_partitions} store partitions, median of {r}")
+        shape = (" with headers" if args.headers else "") + (", random keys" if args.random_keys else "")
+        print(f"{n:,} rows, kind={args.kind}{shape}, {args.store_partitions} store partitions, median of {r}")
         timed("parquet write", lambda i: df.write.parquet(str(work / f"pq{i}")), n, r, results)
         timed("store write", lambda i: store_write(df, f"bench{i}"), n, r, results)
         timed("parquet read", lambda i: full_read(spark.read.parquet(str(work / f"pq{i}"))), n, r, results)
