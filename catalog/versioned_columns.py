@@ -291,10 +291,14 @@ def _segment_rows(
     # Each event's entries, oldest first: a tombstone entry from the row's end, then its own.
     gap = ~new_row & ~degenerate & (~is_version | (prev_end < froms))
     own = new_row | is_version
-    taken = np.column_stack([gap, own]).ravel()
-    entry_ts = np.column_stack([prev_end, froms]).ravel()[taken]
-    entry_values = np.column_stack([np.full(m, -1), value_rows]).ravel()[taken]
-    entry_row = np.cumsum(new_row)[np.repeat(np.arange(m), 2)[taken]] - 1
+    row_ids = np.cumsum(new_row) - 1
+    if gap.any():
+        taken = np.column_stack([gap, own]).ravel()
+        entry_ts = np.column_stack([prev_end, froms]).ravel()[taken]
+        entry_values = np.column_stack([np.full(m, -1), value_rows]).ravel()[taken]
+        entry_row = np.repeat(row_ids, 2)[taken]
+    else:  # (puts only, say) an entry per event at most
+        entry_ts, entry_values, entry_row = froms[own], value_rows[own], row_ids[own]
     row_starts = np.flatnonzero(new_row)
     row_ends = np.append(row_starts[1:], m) - 1
     row_keys = concat_rows(
@@ -320,7 +324,10 @@ def _row_bytes(
     counts = np.diff(np.append(firsts, n))
     row_of = entry_row
     tombstone = entry_values < 0
-    taken = values.take(pa.array(entry_values, mask=tombstone)).cast(_BYTES).fill_null(b"")
+    if tombstone.any():
+        taken = values.take(pa.array(entry_values, mask=tombstone)).cast(_BYTES).fill_null(b"")
+    else:
+        taken = values.take(pa.array(entry_values)).cast(_BYTES)
     sizes = np.diff(binary_offsets(taken))
     header = np.empty((g, 2), dtype=">i8")
     header[:, 0], header[:, 1] = next_ts, entry_ts[firsts]
