@@ -38,7 +38,7 @@ MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
 class Stager:
     """One writer's changelog files, staged from batches of rows (see the module doc).
 
-    Files are named ``<write_id>-<sequence>`` with ``sequence`` counting up from ``sequence``:
+    Files are named ``<write_id>-<sequence>``, the sequence counting up from the one given:
     one writer's files sort, and so are applied, in the order it flushed them.
     """
 
