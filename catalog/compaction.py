@@ -3,8 +3,9 @@
 Without it, a new executor replays every changelog file since the store was created. A
 compaction computes each partition's state at commit ``base`` from the previous snapshot and
 the changelog after it, with Arrow (``StoreKind.store_rows``: Kafka's rows, byte for byte; a
-versioned store's tail after a snapshot, or its tombstones, are left to its store, whose cache
-is brought to ``base`` and dumped), writes it as one snapshot file, and publishes a ``compact``
+versioned store's tombstones over a snapshot, or among a key's late records, are left to its
+store, whose cache is brought to ``base`` and dumped), writes it as one snapshot file, and
+publishes a ``compact``
 record listing them (``catalog.commit_log``). Readers then load the newest snapshot and replay
 only the commits after its base; readers pinned to older commits keep replaying the log, whose
 files stay until vacuumed.

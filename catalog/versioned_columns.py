@@ -197,11 +197,12 @@ class Base(NamedTuple):
 
 
 def versioned_rows(
-    commits: list[pa.Table], retention: int, interval: int
+    commits: list[pa.Table], retention: int, interval: int, base: Base | None = None
 ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
-    """The RocksDB rows of a versioned store built from ``commits`` (from empty), per column
-    family, byte for byte what Kafka's put algorithm writes (``stores.versioned``), for a
-    partition cache to ingest; None where that is not a function of the ideal history.
+    """The RocksDB rows of a versioned store built from ``commits`` (from empty, or over a
+    snapshot's ``base``), per column family, byte for byte what Kafka's put algorithm writes
+    (``stores.versioned``), for a partition cache to ingest or compaction to write; None where
+    that is not a function of the ideal history.
 
     A key's newest record, if a put, is in the latest-value store (``[timestamp][value]``
     under the latest prefix). Older records become segment rows, one per key and segment
@@ -211,18 +212,21 @@ def versioned_rows(
     records came (they split versions exactly so: ``_put_into_row``). Tombstones leave
     degenerate rows and gaps that depend on the order records came in: computed where every
     key's records came in time order (any one commit: the store applies a commit's rows by
-    time), else left to the store.
+    time), else left to the store. A snapshot's rows are Kafka's for the order its records
+    came in, which its records do not tell; over one, rows are computed where the snapshot and
+    its tail hold puts only (then order does not matter).
     """
     if any(len(t) and pc.min(t.column("timestamp")).as_py() < 0 for t in commits):
         return None
-    ideal = _ideal(commits, retention, None)
+    ideal = _ideal(commits, retention, base)
     if ideal is None:
         return None
-    if not ideal.in_order and bool((~ideal.puts).any()):
+    is_put = ideal.puts[ideal.rows_of]
+    # Tombstones of the history (a snapshot's implied ones only where no version starts).
+    if not is_put.all() and (base is not None or not ideal.in_order):
         return None
     values = ideal.rows.column("value").combine_chunks()
     keys = ideal.rows.column("key").combine_chunks()
-    is_put = ideal.puts[ideal.rows_of]
     # Latest values: each key's last record (it has no end), if a put.
     newest = ~ideal.has_end & is_put
     latest_keys = concat_rows(LATEST_PREFIX, keys.take(pa.array(ideal.rows_of[newest])))

@@ -101,10 +101,11 @@ class VersionedKind(StoreKind):
     def store_rows(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
     ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
-        if runs:
-            return None  # a snapshot is ingested as it is; its tail is applied by the store
+        base = snapshot_records(runs) if runs else None
+        if runs and base is None:
+            return None
         return versioned_rows(
-            commits, params["history_retention_ms"], params["segment_interval_ms"]
+            commits, params["history_retention_ms"], params["segment_interval_ms"], base
         )
 
     def scan_columns(

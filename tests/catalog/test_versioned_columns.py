@@ -248,6 +248,58 @@ def test_rows_from_columns_are_the_rows_kafka_s_store_writes(
         db.close()
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    config=st.sampled_from([*CONFIGS, (0, 1)]),
+    before=st.lists(st.lists(versions, max_size=8), min_size=1, max_size=4),
+    after=st.lists(st.lists(versions, max_size=8), max_size=3),
+    puts_only=st.booleans(),
+)
+def test_rows_over_a_snapshot_are_the_rows_kafka_s_store_writes(
+    tmp_path_factory: pytest.TempPathFactory,
+    config: tuple[int, int],
+    before: list[list[Record]],
+    after: list[list[Record]],
+    puts_only: bool,
+) -> None:
+    """Kafka's rows dumped by a compaction, then a tail (late records, the grace period,
+    expiring segments): with puts only, the rows over the snapshot are computed and are,
+    byte for byte, the store's after the tail; a tombstone left in the history leaves them
+    to the store."""
+    retention, interval = config
+    if puts_only:
+        before = [[(k, b"v" if v is None else v, t) for k, v, t in c] for c in before]
+        after = [[(k, b"v" if v is None else v, t) for k, v, t in c] for c in after]
+    params = {"history_retention_ms": retention, "segment_interval_ms": interval}
+    path = tmp_path_factory.mktemp(f"v{next(_COUNTER)}")
+    db = RocksDBBytesStore(str(path), VERSIONED.column_families(params))
+    try:
+        store = VERSIONED.open(db, params)
+        for table in map(_table, before):
+            VERSIONED.apply(store, table, params)
+        db.commit()
+        snapshot = dump(db, VERSIONED.column_families(params))
+        runs = {
+            family: (snapshot.filter(pc.equal(snapshot.column("cf"), family)).column("key"),
+                     snapshot.filter(pc.equal(snapshot.column("cf"), family)).column("value"))
+            for family in set(snapshot.column("cf").to_pylist())
+        }  # fmt: skip
+        tail = [_table(c) for c in after]
+        for table in tail:
+            VERSIONED.apply(store, table, params)
+        db.commit()
+        computed = VERSIONED.store_rows(runs, tail, params)
+        if puts_only:
+            assert computed is not None
+        if computed is None:
+            return
+        for family in VERSIONED.column_families(params):
+            keys, values = computed.get(family, (pa.array([]), pa.array([])))
+            assert list(zip(keys.to_pylist(), values.to_pylist())) == list(db.items(family)), family
+    finally:
+        db.close()
+
+
 def test_one_commit_with_tombstones_is_computed_from_columns(tmp_path: Path) -> None:
     """A delete as a key's first record (a degenerate row), a delete after a delete (a
     tombstone entry), and a put after a gap: one commit, so its rows are computed, and they
