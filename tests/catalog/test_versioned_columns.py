@@ -184,19 +184,20 @@ _ROW_KEYS = [*KEYS, b"", b"a\x00", b"\x80", b"k" * 40]
 puts = st.tuples(st.sampled_from(_ROW_KEYS), st.sampled_from([b"", b"x", b"yy"]), st.integers(0, 60))
 
 
-def _applied_out_of_order(commits: list[list[Record]], retention: int) -> bool:
-    """Whether some key's accepted records were applied out of time order (the store applies
-    a commit's rows by time, deletes first at one time; grace as Kafka's)."""
-    stream_time, last = -1, {}
+def _accepted(commits: list[list[Record]], retention: int) -> tuple[bool, bool]:
+    """Of the records the store accepts (it applies a commit's rows by time, deletes first at
+    one time; grace as Kafka's): whether some key's came out of time order, and whether any
+    is a tombstone."""
+    stream_time, last, late, tombstones = -1, {}, False, False
     for commit in commits:
-        for key, _, ts in sorted(commit, key=lambda r: (r[2], r[1] is not None)):
+        for key, value, ts in sorted(commit, key=lambda r: (r[2], r[1] is not None)):
             if ts < stream_time - retention:
                 continue
             stream_time = max(stream_time, ts)
-            if ts < last.get(key, ts):
-                return True
+            late |= ts < last.get(key, ts)
+            tombstones |= value is None
             last[key] = ts
-    return False
+    return late, tombstones
 
 
 versions = st.tuples(
@@ -219,8 +220,8 @@ def test_rows_from_columns_are_the_rows_kafka_s_store_writes(
     """Puts (late, duplicated, past the grace period, into expiring segments) and tombstones
     (degenerate rows, gaps, tombstone after tombstone): every column family holds, byte for
     byte, what Kafka's put algorithm writes. The rows are left to the store (None) only where
-    a tombstone meets another record of its key and time, or a key's records with a
-    tombstone among them came out of time order (any tombstone of the commits, for short)."""
+    a tombstone meets another record of its key and time, or accepted records hold a
+    tombstone and some key's came out of time order."""
     retention, interval = config
     if puts_only:
         commits = [[(k, b"v" if v is None else v, t) for k, v, t in c] for c in commits]
@@ -234,10 +235,8 @@ def test_rows_from_columns_are_the_rows_kafka_s_store_writes(
             VERSIONED.apply(store, table, params)
         db.commit()
         computed = versioned_rows(tables, retention, interval)
-        tombstones = any(v is None for c in commits for _, v, _ in c)
-        left_to_store = _declines(commits, retention) or (
-            tombstones and _applied_out_of_order(commits, retention)
-        )
+        late, tombstones = _accepted(commits, retention)
+        left_to_store = _declines(commits, retention) or (tombstones and late)
         assert (computed is None) == left_to_store
         if computed is None:
             return
