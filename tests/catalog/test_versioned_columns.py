@@ -37,6 +37,30 @@ def _table(records: list[Record]) -> pa.Table:
     )
 
 
+def _dumped_runs(
+    db: RocksDBBytesStore, params: dict[str, int]
+) -> dict[str, tuple[pa.Array, pa.Array]]:
+    """Kafka's rows of ``db`` as a compaction dumps them, as the snapshot runs readers take."""
+    snapshot = dump(db, VERSIONED.column_families(params))
+    runs = {}
+    for family in set(snapshot.column("cf").to_pylist()):
+        rows = snapshot.filter(pc.equal(snapshot.column("cf"), family))
+        runs[family] = (rows.column("key"), rows.column("value"))
+    return runs
+
+
+def _assert_rows_are_the_store_s(
+    computed: dict[str, tuple[pa.Array, pa.Array]], db: RocksDBBytesStore, params: dict[str, int]
+) -> None:
+    for family in VERSIONED.column_families(params):
+        keys, values = computed.get(family, (pa.array([]), pa.array([])))
+        assert list(zip(keys.to_pylist(), values.to_pylist())) == list(db.items(family)), family
+
+
+def _without_tombstones(commits: list[list[Record]]) -> list[list[Record]]:
+    return [[(k, b"v" if v is None else v, t) for k, v, t in c] for c in commits]
+
+
 def _scans(stamps: list[int]) -> list[Scan]:
     instants = sorted({0, *stamps, *(s + 1 for s in stamps), max(stamps, default=0) + 50})
     scans = [Scan(), Scan(all_versions=True)]
@@ -152,12 +176,7 @@ def test_columnar_reads_from_a_snapshot_equal_the_store(
         for table in map(_table, before):
             VERSIONED.apply(store, table, params)
         db.commit()
-        snapshot = dump(db, VERSIONED.column_families(params))
-        runs = {
-            family: (snapshot.filter(pc.equal(snapshot.column("cf"), family)).column("key"),
-                     snapshot.filter(pc.equal(snapshot.column("cf"), family)).column("value"))
-            for family in set(snapshot.column("cf").to_pylist())
-        }  # fmt: skip
+        runs = _dumped_runs(db, params)
         base = snapshot_records(runs)
         assert base is not None
         tail = [_table(c) for c in after]
@@ -224,7 +243,7 @@ def test_rows_from_columns_are_the_rows_kafka_s_store_writes(
     tombstone and some key's came out of time order."""
     retention, interval = config
     if puts_only:
-        commits = [[(k, b"v" if v is None else v, t) for k, v, t in c] for c in commits]
+        commits = _without_tombstones(commits)
     params = {"history_retention_ms": retention, "segment_interval_ms": interval}
     path = tmp_path_factory.mktemp(f"v{next(_COUNTER)}")
     db = RocksDBBytesStore(str(path), VERSIONED.column_families(params))
@@ -240,9 +259,7 @@ def test_rows_from_columns_are_the_rows_kafka_s_store_writes(
         assert (computed is None) == left_to_store
         if computed is None:
             return
-        for family in VERSIONED.column_families(params):
-            keys, values = computed.get(family, (pa.array([]), pa.array([])))
-            assert list(zip(keys.to_pylist(), values.to_pylist())) == list(db.items(family)), family
+        _assert_rows_are_the_store_s(computed, db, params)
     finally:
         db.close()
 
@@ -267,8 +284,7 @@ def test_rows_over_a_snapshot_are_the_rows_kafka_s_store_writes(
     to the store."""
     retention, interval = config
     if puts_only:
-        before = [[(k, b"v" if v is None else v, t) for k, v, t in c] for c in before]
-        after = [[(k, b"v" if v is None else v, t) for k, v, t in c] for c in after]
+        before, after = _without_tombstones(before), _without_tombstones(after)
     params = {"history_retention_ms": retention, "segment_interval_ms": interval}
     path = tmp_path_factory.mktemp(f"v{next(_COUNTER)}")
     db = RocksDBBytesStore(str(path), VERSIONED.column_families(params))
@@ -277,12 +293,7 @@ def test_rows_over_a_snapshot_are_the_rows_kafka_s_store_writes(
         for table in map(_table, before):
             VERSIONED.apply(store, table, params)
         db.commit()
-        snapshot = dump(db, VERSIONED.column_families(params))
-        runs = {
-            family: (snapshot.filter(pc.equal(snapshot.column("cf"), family)).column("key"),
-                     snapshot.filter(pc.equal(snapshot.column("cf"), family)).column("value"))
-            for family in set(snapshot.column("cf").to_pylist())
-        }  # fmt: skip
+        runs = _dumped_runs(db, params)
         tail = [_table(c) for c in after]
         for table in tail:
             VERSIONED.apply(store, table, params)
@@ -292,9 +303,7 @@ def test_rows_over_a_snapshot_are_the_rows_kafka_s_store_writes(
             assert computed is not None
         if computed is None:
             return
-        for family in VERSIONED.column_families(params):
-            keys, values = computed.get(family, (pa.array([]), pa.array([])))
-            assert list(zip(keys.to_pylist(), values.to_pylist())) == list(db.items(family)), family
+        _assert_rows_are_the_store_s(computed, db, params)
     finally:
         db.close()
 
