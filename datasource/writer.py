@@ -33,7 +33,8 @@ from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFound
 from stores.serdes import serde_for
 from stores.types import all_nullable, describe, same_type
 
-#: Rows buffered per task before they are staged as changelog files.
+#: Bytes of rows a task holds (staged, or a history-shaped write's rows) before it writes
+#: them as one changelog file.
 FLUSH_BYTES = 128 << 20
 #: Spark's name of the ``headers`` column type.
 HEADERS_SPARK = "array<struct<key:string,value:binary>>"
