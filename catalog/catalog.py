@@ -67,7 +67,6 @@ STORES_SCHEMA = pa.schema(
         ("history_start", pa.int64()),
     ]
 )
-#: The largest epoch-ms time a Spark TIMESTAMP (microseconds in a long) can show.
 
 
 def _is_store_name(name: str) -> bool:

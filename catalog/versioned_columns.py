@@ -20,8 +20,8 @@ key lands. A partition whose records put two records of one key at one time, one
 tombstone, is declined (None): the caller then builds RocksDB and asks the store.
 
 ``versioned_rows`` lays out the RocksDB rows a fresh partition cache ingests from the same
-history, where they follow from it alone: puts however they came; with tombstones, where every key's
-records were applied in time order (see its doc).
+history, where they follow from it alone: puts however they came; with tombstones, where every
+key's records were applied in time order (see its doc).
 
 A snapshot (``catalog.compaction``) holds Kafka's rows, not records. ``snapshot_records``
 turns them back into the records whose ideal history they hold: each version a put at its
@@ -326,7 +326,6 @@ def _row_bytes(
     firsts = np.flatnonzero(np.diff(entry_row, prepend=-1))
     g = len(firsts)
     counts = np.diff(np.append(firsts, n))
-    row_of = entry_row
     tombstone = entry_values < 0
     if tombstone.any():
         taken = values.take(pa.array(entry_values, mask=tombstone)).cast(_BYTES).fill_null(b"")
@@ -344,9 +343,9 @@ def _row_bytes(
     base = np.cumsum(np.concatenate([[0], 1 + 2 * counts[:-1]]))
     order = np.empty(g + 2 * n, dtype=np.int64)
     order[base] = np.arange(g)
-    rank = np.arange(n) - firsts[row_of]  # 0 for a row's oldest entry
-    order[base[row_of] + 1 + (counts[row_of] - 1 - rank)] = g + np.arange(n)
-    order[base[row_of] + 1 + counts[row_of] + rank] = g + n + np.arange(n)
+    rank = np.arange(n) - firsts[entry_row]  # 0 for a row's oldest entry
+    order[base[entry_row] + 1 + (counts[entry_row] - 1 - rank)] = g + np.arange(n)
+    order[base[entry_row] + 1 + counts[entry_row] + rank] = g + n + np.arange(n)
     joined = pieces.take(pa.array(order))  # a new array: the pieces back to back, in order
     row_sizes = 16 + 12 * counts + np.add.reduceat(sizes, firsts)
     offsets = np.zeros(g + 1, dtype=np.int64)
@@ -452,9 +451,8 @@ def _history(
     """Per key, the last record applied at each time, among ``rows`` (row indices in the
     order they are applied), sorted by (key, time): their row indices, starts, each one's end
     (the key's next time) and whether it has one, and whether every key's records were applied
-    in time order; None if a time of a key holds a tombstone
-    and another record (Kafka's departure, see the module doc). Only keys are copied (to
-    compare neighbours), not values. The sort is stable: within a key and time, records stay
+    in time order; None if a time of a key holds a tombstone and another record (Kafka's
+    departure, see the module doc). Only keys are copied (to compare neighbours), not values. The sort is stable: within a key and time, records stay
     in the order they are applied, with no column to say so.
 
     Rows below ``implied`` are a snapshot's implied tombstones, applied first: one is void
