@@ -14,7 +14,7 @@ case: few keys (currency pairs), each with a long history (a rate a minute), man
 ``asof_join`` more than the JVM-only joins. Three ways to give each event
 the value valid at its time, each run into Spark's ``noop`` sink:
 
-- ``asof_join``: this library (``datasource.asof_join``): batched, key-ordered lookups in each
+- ``asof_join``: this library (``datasource.asof``): batched, key-ordered lookups in each
   partition's local cache;
 - range join: ``events LEFT JOIN versions ON key = key AND valid_from <= t AND (valid_to IS NULL
   OR t < valid_to)`` over the store's ``versions=all`` table (``spark.read...option("versions",
@@ -42,7 +42,7 @@ from _spark import full_read, seconds, session
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from datasource.asof_join import asof_join
+from datasource.asof import asof_join
 
 BASE_MS = 1_714_564_800_000
 MINUTE_MS = 60_000

@@ -10,8 +10,10 @@ __all__ = ["FORMAT", "DefaultSource", "asof_join"]
 def __getattr__(name: str) -> Any:
     # Spark imports this package on every session's source lookup: the join (and the catalog,
     # numpy and pyarrow behind it) loads on first use only.
+    # The join lives in ``datasource.asof``, not in a submodule named like the function: a
+    # submodule ``datasource.asof_join`` would replace this attribute with itself on import.
     if name == "asof_join":
-        from datasource.asof_join import asof_join
+        from datasource.asof import asof_join
 
         return asof_join
     raise AttributeError(f"module 'datasource' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 An order placed at time t is priced with the exchange rate valid at t::
 
-    from datasource.asof_join import asof_join
+    from datasource import asof_join
 
     priced = asof_join(orders, "rates", key="currency", timestamp="placed_at", prefix="rate_")
     # orders' columns + rate_value, rate_valid_from, rate_valid_to

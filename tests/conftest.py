@@ -31,6 +31,22 @@ def spark_environment() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def outside_the_checkout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every test runs in an empty working directory of its own session, never the checkout's.
+
+    The default warehouse (``./state-warehouse``), Spark's ``spark-warehouse``, the JVM's and
+    its workers' working directory (the JVM starts after this, in the shared ``spark``
+    fixture) and hypothesis' example database are all relative to it: a store that the
+    quickstart left in the checkout is neither read nor written by the suite.
+    """
+    here = Path.cwd()
+    cwd = tmp_path_factory.mktemp("cwd")
+    os.chdir(cwd)
+    yield cwd
+    os.chdir(here)
+
+
 @pytest.fixture
 def spark_env() -> dict[str, str]:
     """The environment for a Spark job run in a subprocess (examples, local-cluster)."""

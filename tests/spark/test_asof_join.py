@@ -12,7 +12,7 @@ import pytest
 
 from catalog import Catalog
 from catalog.interactive import StateQueryRequest, query
-from datasource.asof_join import asof_join
+from datasource.asof import asof_join
 from stores.query import VersionedKeyQuery
 
 pytestmark = pytest.mark.spark
@@ -160,7 +160,7 @@ def test_keys_spark_sql_cannot_partition_are_partitioned_by_the_tasks(
 CLUSTER_JOB = """
 import json, os, sys
 from pyspark.sql import SparkSession
-from datasource.asof_join import asof_join
+from datasource.asof import asof_join
 root = sys.argv[1]
 spark = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("asof cluster")
          .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")

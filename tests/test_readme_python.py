@@ -1,0 +1,96 @@
+"""Every Python block of the README runs as written, in order, in one namespace, over small
+stores this test makes: an import or a call the README shows cannot break unnoticed.
+
+Only where data goes is changed: each ``format("state_store")`` reads and writes the test's
+warehouse (option ``root``, as Spark's workers fixed their default root when the session
+started), ``/tmp/...`` and ``/chk/...`` paths land in the test's folder, and the working
+directory is the test's, so ``./state-warehouse`` and ``$STATE_STORE_ROOT`` name that warehouse.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+UTC = dt.timezone.utc
+
+
+def python_blocks() -> list[str]:
+    """Every ```python block of the README, in order."""
+    return re.findall(r"^```python\n(.*?)^```", README.read_text(), flags=re.MULTILINE | re.DOTALL)
+
+
+def in_test_folders(block: str, root: str, folder: Path) -> str:
+    """The block with its data in the test's warehouse and folder."""
+    block = block.replace('format("state_store")', f'format("state_store").option("root", {root!r})')
+    return re.sub(r'"/(tmp|chk)/', lambda m: f'"{folder}/{m.group(1)}/', block)
+
+
+def at(hour: int, minute: int = 0) -> dt.datetime:
+    return dt.datetime(2024, 5, 1, hour, minute, tzinfo=UTC)
+
+
+def test_every_python_block_of_the_readme_runs(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from catalog import Catalog
+    from stores import VersionedRecord
+
+    monkeypatch.chdir(tmp_path)
+    root = str(tmp_path / "state-warehouse")
+    monkeypatch.setenv("STATE_STORE_ROOT", root)  # the driver's default, as the workers' is not
+    rates_df = spark.createDataFrame(
+        [("EUR", 1.0712, at(9)), ("EUR", 1.0735, at(10)), ("EUR", 1.0698, at(11)),
+         ("GBP", 1.2480, at(9, 30)), ("GBP", 1.2511, at(10, 45)), ("JPY", 0.00641, at(10, 15))],
+        "key string, value double, timestamp timestamp",
+    )  # fmt: skip
+    clicks_df = spark.createDataFrame(
+        [("home", at(9), 3), ("home", at(9, 5), 5), ("cart", at(9), 1)],
+        "key string, window_start timestamp, value bigint",
+    )
+    orders_df = spark.createDataFrame(
+        [("o1", "EUR", at(10, 30)), ("o2", "JPY", at(9))],
+        "order_id string, currency string, placed_at timestamp",
+    )
+    clicks_in = tmp_path / "clicks_in"
+    clicks_in.mkdir()
+    (clicks_in / "0.json").write_text('{"key": "cart", "window_start": "2024-05-01T09:10:00Z", "value": 2}\n')
+    events = spark.readStream.schema("key string, window_start timestamp, value bigint").json(
+        str(clicks_in)
+    )
+    df = spark.createDataFrame([(1, "one")], "key bigint, value string")
+    namespace: dict[str, Any] = {
+        "spark": spark, "rates_df": rates_df, "clicks_df": clicks_df, "orders_df": orders_df,
+        "events": events, "df": df,
+    }  # fmt: skip
+    blocks = python_blocks()
+    assert len(blocks) >= 8 and any("from datasource import asof_join" in b for b in blocks)
+    try:
+        for block in blocks:
+            exec(compile(in_test_folders(block, root, tmp_path), "README.md", "exec"), namespace)
+            for query in spark.streams.active:  # the streaming block's query: run it, then stop
+                query.processAllAvailable()
+                query.stop()
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+
+    catalog = Catalog(root)
+    assert sorted(catalog.list()) == ["clicks", "rates", "s"]
+    priced = sorted(tuple(r)[:4] for r in namespace["priced"].collect())
+    assert priced == [("o1", "EUR", at(10, 30), 1.0735), ("o2", "JPY", at(9), None)]
+    assert namespace["changes"].isStreaming
+    clicks = catalog.load("clicks").to_arrow().to_pylist()
+    assert sorted((r["key"], r["value"]) for r in clicks) == [("cart", 1), ("cart", 2), ("home", 3),
+                                                              ("home", 5)]  # fmt: skip
+    assert [r["headers"] for r in clicks] == [[]] * 4
+    answer = namespace["result"].get_only_partition_result().get_result()
+    assert isinstance(answer, VersionedRecord) and answer.value == 1.0735
+    assert namespace["tx"].committed_offset() is not None
