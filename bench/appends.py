@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyarrow as pa
 
-from catalog import Catalog, commit_log
+from catalog import Catalog
+from catalog.log import commits as commit_log
 
 DAY_MS = 86_400_000
 BASE_MS = 1_714_564_800_000

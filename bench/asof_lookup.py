@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rocksdict import DBCompressionType, Options, Rdict
 
-from stores.versioned import VersionedKeyValueStore
+from stores.versioned.store import VersionedKeyValueStore
 
 BASE_MS = 1_714_564_800_000
 STEP_MS = 15 * 60_000

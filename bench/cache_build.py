@@ -26,9 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyarrow as pa
 from rocksdict import IngestExternalFileOptions, Options, Rdict, SstFileWriter, WriteBatch
 
-from catalog import Catalog, commit_log
-from catalog.compaction import compact
-from catalog.local_cache import PartitionCache
+from catalog import Catalog
+from catalog.caches.partitions import PartitionCache
+from catalog.log import commits as commit_log
+from catalog.operations.compaction import compact
 
 
 def median_of(build: Callable[[Path], None], work: Path, repeat: int) -> float:

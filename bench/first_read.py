@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyarrow as pa
 
 from catalog import Catalog
-from stores.headers_format import encode_headers
+from stores.formats.headers import encode_headers
 
 BASE_MS = 1_714_564_800_000
 DAY_MS = 86_400_000

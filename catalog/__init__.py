@@ -1,9 +1,9 @@
 """Store metadata, the warehouse, the commit protocol, local materialization and IQv2."""
 
 from catalog.catalog import Catalog, StoreTable, resolve_root
-from catalog.interactive import StateQueryRequest, StateQueryResult
+from catalog.log.spec import StoreSpec
+from catalog.operations.query import StateQueryRequest, StateQueryResult
 from catalog.partitioner import partition_of, spark_sql_expression
-from catalog.spec import StoreSpec
 
 __all__ = [
     "Catalog",

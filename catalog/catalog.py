@@ -3,7 +3,7 @@
 Layout under the root (an fsspec URL)::
 
     <root>/<store>/commits/<id:020d>.json         commit records; record 1 holds the spec
-                                                  (see catalog.commit_log)
+                                                  (see catalog.log.commits)
     <root>/<store>/changelog/<partition>/<write id>-<task>-<seq>.arrow   changelog files
     <root>/<store>/aborted/<write id>             abort markers (see StoreTable.abort_write)
 """
@@ -23,16 +23,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog import faults
-from catalog.changelog import CHANGELOG_DIR
-from catalog.commit_log import COMMITS_DIR, ChangelogFile, CommitLog, CommitRecord, Txn, record_name
-from catalog.compaction import COMPACT_AFTER_FILES
-from catalog.header_columns import HEADERS_TYPE, headers_to_arrow
+from catalog.caches.partitions import Columnar, PartitionCache, default_cache_root
 from catalog.kinds import HEADERS, Layout, Scan, kind_of
-from catalog.local_cache import Columnar, PartitionCache, default_cache_root
-from catalog.paths import check_store_name, check_write_id
-from catalog.spec import StoreSpec
+from catalog.log.changelog import CHANGELOG_DIR
+from catalog.log.commits import (
+    COMMITS_DIR,
+    ChangelogFile,
+    CommitLog,
+    CommitRecord,
+    Txn,
+    record_name,
+)
+from catalog.log.paths import check_store_name, check_write_id
+from catalog.log.spec import StoreSpec
+from catalog.log.storage import Storage
+from catalog.operations.compaction import COMPACT_AFTER_FILES
 from catalog.staging import Stager
-from catalog.storage import Storage
+from stores.columns.headers import HEADERS_TYPE, headers_to_arrow
 from stores.errors import (
     CommitConflictError,
     CorruptDataError,
@@ -44,8 +51,8 @@ from stores.serdes import serde_for
 from stores.types import TypeJson, to_arrow
 
 if TYPE_CHECKING:
-    from catalog.interactive import StateQueryRequest, StateQueryResult
-    from catalog.maintenance import VacuumReport
+    from catalog.operations.maintenance import VacuumReport
+    from catalog.operations.query import StateQueryRequest, StateQueryResult
 
 ABORTED_DIR = "aborted"
 DEFAULT_ROOT = "./state-warehouse"
@@ -89,10 +96,10 @@ class Catalog:
         root: fsspec URL or local path; defaults as ``resolve_root``.
         cache_dir: where partition caches live; defaults as ``default_cache_root``.
         single_writer: on a backend without an atomic create-if-absent, promise that one writer
-            at a time commits to each store (see ``catalog.storage``); refused otherwise.
+            at a time commits to each store (see ``catalog.log.storage``); refused otherwise.
         compact_after_files: after a commit, compact the partitions that a fresh cache would
             have to replay more changelog files than this for (0: never automatically; see
-            ``catalog.compaction``).
+            ``catalog.operations.compaction``).
     """
 
     def __init__(
@@ -217,20 +224,20 @@ class Catalog:
         return self.create(self.new_spec(name, kind, key_type, value_type, num_partitions, **params))
 
     def query(self, request: StateQueryRequest) -> StateQueryResult:
-        """Run an Interactive Queries v2 request over a store (see ``catalog.interactive``).
+        """Run an Interactive Queries v2 request over a store (see ``catalog.operations.query``).
 
         Raises:
             StoreNotFoundError: the store does not exist (Kafka's UnknownStateStoreException).
         """
-        from catalog.interactive import query
+        from catalog.operations.query import query
 
         return query(self, request)
 
     def describe(self, name: str) -> dict[str, Any]:
         """A store's spec in readable units (parameters under their option names, durations
         as ``'1h 30min'``, times in ISO-8601) plus its latest and oldest readable commits."""
-        from catalog.durations import format_duration_ms
         from catalog.kinds import OPTION_NAMES
+        from stores.time import format_duration_ms
 
         table = self.load(name)
         raw = table.spec.describe()
@@ -255,8 +262,8 @@ class Catalog:
         (as options, in readable units), ``created``, ``commits``, ``last_commit``,
         ``rows_written``, ``bytes_written`` and ``history_start`` (the oldest readable commit).
         """
-        from catalog.durations import format_duration_ms
         from catalog.kinds import OPTION_NAMES
+        from stores.time import format_duration_ms
 
         rows: builtins.list[dict[str, Any]] = []
         for name in self.list():
@@ -328,14 +335,14 @@ class Catalog:
 
     def changes(self, name: str, start: int, end: int | None = None) -> pa.Table:
         """What commits ``start..end`` (default: to the latest) changed, row by row, as
-        Delta's change data feed (see ``catalog.change_feed``).
+        Delta's change data feed (see ``catalog.operations.change_feed``).
 
         Raises:
             StoreNotFoundError: the store does not exist.
             InvalidOptionError: the range is outside the commits that exist, or spans a schema
                 overwrite (SCHEMA_CHANGED).
         """
-        from catalog.change_feed import changes_as_table, check_one_schema, version_range
+        from catalog.operations.change_feed import changes_as_table, check_one_schema, version_range
 
         table = self.load(name)
         first, last = version_range(table, start, end, None, None)
@@ -348,7 +355,7 @@ class Catalog:
         partitions: builtins.list[int] | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> CommitRecord | None:
-        """Snapshot a store's partitions at its latest commit (see ``catalog.compaction``), so
+        """Snapshot a store's partitions at its latest commit (see ``catalog.operations.compaction``), so
         that a fresh reader replays only what was committed after it.
 
         Returns:
@@ -357,7 +364,7 @@ class Catalog:
         Raises:
             StoreNotFoundError: the store does not exist.
         """
-        from catalog.compaction import compact
+        from catalog.operations.compaction import compact
 
         return compact(self.load(name), partitions=partitions, progress=progress)
 
@@ -370,7 +377,7 @@ class Catalog:
         retain_history_ms: int | None = None,
     ) -> builtins.list[VacuumReport]:
         """Delete what failed writes left (staged files no commit lists, temporary files, abort
-        markers) once older than ``older_than_ms`` (default 7 days); see ``catalog.maintenance``.
+        markers) once older than ``older_than_ms`` (default 7 days); see ``catalog.operations.maintenance``.
 
         Args:
             name: one store (or what a failed first write left under that name); None for
@@ -378,13 +385,13 @@ class Catalog:
             older_than_ms: the safety window: longer than your longest write.
             dry_run: only report what would be deleted.
             retain_history_ms: also drop the files that only commits older than this need,
-                where a snapshot makes them unnecessary (``catalog.maintenance``): older
+                where a snapshot makes them unnecessary (``catalog.operations.maintenance``): older
                 commits can no longer be read.
 
         Raises:
             StoreNotFoundError: nothing of that name exists.
         """
-        from catalog.maintenance import DEFAULT_OLDER_THAN_MS, vacuum, vacuum_all
+        from catalog.operations.maintenance import DEFAULT_OLDER_THAN_MS, vacuum, vacuum_all
 
         window = DEFAULT_OLDER_THAN_MS if older_than_ms is None else older_than_ms
         if name is None:
@@ -460,7 +467,7 @@ class StoreTable:
     @classmethod
     def at(cls, catalog: Catalog, log: CommitLog, commit_id: int) -> StoreTable:
         """The store with the spec in force at ``commit_id`` (record 1's, or the newest schema
-        overwrite's at or before it; see ``catalog.commit_log``).
+        overwrite's at or before it; see ``catalog.log.commits``).
 
         Raises:
             CorruptDataError: the records fail their checks.
@@ -508,7 +515,7 @@ class StoreTable:
         sequence: int = 0,
     ) -> list[ChangelogFile]:
         """Serialize rows, split them by partition and stage them as one changelog file (a piece
-        per partition: ``catalog.changelog``).
+        per partition: ``catalog.log.changelog``).
 
         ``keys``/``values`` are typed Arrow arrays of the spec's types (a null value is a
         tombstone); ``columns`` holds the layout's other changelog columns: time columns as
@@ -556,7 +563,7 @@ class StoreTable:
         new_spec: StoreSpec | None = None,
         spec_commit: int | None = None,
     ) -> CommitRecord | None:
-        """Publish staged files as the next commit (see ``catalog.commit_log``).
+        """Publish staged files as the next commit (see ``catalog.log.commits``).
 
         Args:
             files: what the write's tasks staged.
@@ -617,7 +624,7 @@ class StoreTable:
         if record is None:
             self.abort(files)  # skipped: nothing lists these files
         elif self.catalog.compact_after_files:
-            from catalog.compaction import maybe_compact
+            from catalog.operations.compaction import maybe_compact
 
             maybe_compact(self, self.catalog.compact_after_files)
         return record
@@ -710,7 +717,7 @@ class StoreTable:
 
     def partition_cache(self, partition: int) -> PartitionCache:
         """This process's local cache of ``partition`` (built on first use, see
-        ``catalog.local_cache``): lookups open it at a commit (``open_at``)."""
+        ``catalog.caches.partitions``): lookups open it at a commit (``open_at``)."""
         return PartitionCache(
             self.catalog.storage,
             self.spec,

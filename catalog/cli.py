@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from catalog.catalog import Catalog
-from catalog.durations import parse_duration_ms
 from stores.errors import InvalidOptionError, StateStoreError
+from stores.time import parse_duration_ms
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -101,8 +101,8 @@ def query_key(
     time_to: str | None = None,
 ) -> Any:
     """One key's answer from the store's partitions (Kafka's IQv2), as plain JSON values."""
-    from catalog.durations import parse_instant_ms
-    from catalog.interactive import StateQueryRequest
+    from catalog.operations.query import StateQueryRequest
+    from stores.time import parse_instant_ms
 
     table = catalog.load(store)
     spec = table.spec
@@ -204,7 +204,7 @@ def _compact(catalog: Catalog, args: argparse.Namespace) -> Any:
 
 
 def _vacuum(catalog: Catalog, args: argparse.Namespace) -> Any:
-    from catalog.maintenance import vacuum, vacuum_all
+    from catalog.operations.maintenance import vacuum, vacuum_all
 
     window = parse_duration_ms(args.older_than, "--older-than")
     retain = (

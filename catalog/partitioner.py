@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from catalog.crc import crc32_array
+from catalog.partition_hash import crc32_array
 from stores.errors import InvalidOptionError
 from stores.types import TypeJson, describe
 
@@ -27,7 +27,7 @@ def partition_of(key: bytes, num_partitions: int) -> int:
 
 def partitions_of(keys: pa.Array | Sequence[bytes], num_partitions: int) -> np.ndarray:
     """The partitions of many serialized keys (a binary Arrow array, computed in bulk by
-    ``catalog.crc``, or a sequence of bytes), as an int32 array."""
+    ``catalog.partition_hash``, or a sequence of bytes), as an int32 array."""
     if isinstance(keys, (pa.Array, pa.ChunkedArray)):
         crcs = crc32_array(keys)
     else:

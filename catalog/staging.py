@@ -20,10 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.changelog import write_changelog
-from catalog.commit_log import ChangelogFile
+from catalog.log.changelog import write_changelog
+from catalog.log.commits import ChangelogFile
+from catalog.log.paths import check_write_id
 from catalog.partitioner import partitions_of
-from catalog.paths import check_write_id
 from stores.errors import InvalidOptionError
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.serdes import serde_for

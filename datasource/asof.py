@@ -34,12 +34,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog.caches.partitions import PartitionCache
 from catalog.catalog import Catalog, StoreTable
-from catalog.local_cache import PartitionCache
+from catalog.log.spec import StoreSpec
 from catalog.partitioner import partitions_of, spark_sql_expression
-from catalog.spec import StoreSpec
+from stores.bytes.rocksdb import is_rocksdb_failure
 from stores.errors import InvalidOptionError
-from stores.rocksdb_bytes import is_rocksdb_failure
 from stores.serdes import serde_for
 from stores.types import describe
 

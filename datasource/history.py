@@ -1,6 +1,6 @@
 """A warehouse and a store's past as tables: ``list=stores`` (``Catalog.stores_table``),
 ``readHistory`` (a store's commits, ``Catalog.history``) and ``readChangeFeed`` (what each
-commit changed, ``catalog.change_feed``)."""
+commit changed, ``catalog.operations.change_feed``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from catalog.catalog import STORES_SCHEMA, Catalog, StoreTable
-from catalog.change_feed import check_one_schema, partition_changes, version_range
-from catalog.spec import StoreSpec
+from catalog.log.spec import StoreSpec
+from catalog.operations.change_feed import check_one_schema, partition_changes, version_range
 from datasource.errors import surface_errors
 from datasource.options import StoreOptions
 from stores.errors import InvalidOptionError
@@ -107,7 +107,7 @@ class ChangeFeedReader(DataSourceReader):
 
     @classmethod
     def plan(cls, options: StoreOptions) -> ChangeFeedReader:
-        """Pin the commit range (see ``catalog.change_feed.version_range``).
+        """Pin the commit range (see ``catalog.operations.change_feed.version_range``).
 
         Raises:
             InvalidOptionError: a bad range, or a read option that does not apply.

@@ -11,10 +11,10 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from catalog.durations import parse_duration_ms, parse_instant_ms
 from catalog.kinds import Scan, all_params
-from catalog.paths import check_store_name
+from catalog.log.paths import check_store_name
 from stores.errors import InvalidOptionError
+from stores.time import parse_duration_ms, parse_instant_ms
 
 #: The options that set the store kinds' parameters (``catalog.kinds``: each kind declares
 #: its own), as ``StoreSpec.params`` keys: the connector knows no kind by name.

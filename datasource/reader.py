@@ -11,7 +11,7 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
 from catalog.catalog import DEFAULT_ROOT, Catalog, StoreTable
 from catalog.kinds import OPTION_NAMES, Scan
-from catalog.spec import StoreSpec
+from catalog.log.spec import StoreSpec
 from datasource.errors import surface_errors
 from datasource.options import CREATION_OPTIONS, PARAM_OF_OPTION, StoreOptions
 from datasource.pushdown import Pushdown, take_filters

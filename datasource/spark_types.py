@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def spark_schema(table: StoreTable, *, changes: bool = False) -> StructType:
     """The Spark schema of what reading ``table`` returns (``changes``: its change feed)."""
-    from catalog.change_feed import change_schema
+    from catalog.operations.change_feed import change_schema
 
     arrow = change_schema(table) if changes else table.arrow_schema()
     fields = [

@@ -1,7 +1,7 @@
 """Streaming reads: a store's change feed, tailed commit by commit.
 
 ``spark.readStream.format("state_store").option("readChangeFeed", "true").load("rates")``
-streams what each new commit changes, in the change feed's schema (``catalog.change_feed``).
+streams what each new commit changes, in the change feed's schema (``catalog.operations.change_feed``).
 Offsets are commit ids (``{"version": N}``: commits up to N were read), so a query resumes from
 its checkpoint exactly where it stopped. It starts after ``startingVersion - 1`` or, without
 it, at the latest commit (new commits only). Admission control: ``maxRowsPerTrigger`` (by the
@@ -28,8 +28,8 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from catalog.catalog import Catalog, StoreTable
-from catalog.change_feed import partition_changes
-from catalog.spec import StoreSpec
+from catalog.log.spec import StoreSpec
+from catalog.operations.change_feed import partition_changes
 from datasource.errors import surface_errors
 from datasource.options import StoreOptions
 from stores.errors import InvalidOptionError

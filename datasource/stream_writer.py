@@ -5,7 +5,7 @@ micro-batch's rows as a batch write does (``datasource.writer``), and the driver
 them as one commit whose transaction is (application id, batch id): the application id is the
 streaming query's id (kept in its checkpoint, so it survives restarts), or option ``txnAppId``.
 When Spark replays a batch after a failure, a commit of that (id, batch) exists already and the
-replay is skipped (Delta's idempotent writes, ``catalog.commit_log``). Output modes append and
+replay is skipped (Delta's idempotent writes, ``catalog.log.commits``). Output modes append and
 update write as a batch append; complete mode replaces the store's contents each batch.
 
 Tasks learn the query id from Spark's task-local properties and report it with their staged
@@ -24,8 +24,8 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 from pyspark.sql.types import StructType
 
 from catalog.catalog import Catalog, StoreTable
-from catalog.commit_log import Txn
-from catalog.spec import StoreSpec
+from catalog.log.commits import Txn
+from catalog.log.spec import StoreSpec
 from datasource.errors import surface_errors
 from datasource.options import StoreOptions
 from datasource.writer import StagedFiles, StateStoreWriter

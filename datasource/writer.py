@@ -20,15 +20,15 @@ from pyspark.sql.types import (
 
 from catalog import faults
 from catalog.catalog import Catalog, StoreTable
-from catalog.commit_log import ChangelogFile, Txn
-from catalog.header_columns import headers_from_arrow
 from catalog.kinds import HEADERS
-from catalog.spec import StoreSpec
+from catalog.log.commits import ChangelogFile, Txn
+from catalog.log.spec import StoreSpec
 from catalog.staging import Stager
 from datasource.errors import surface_errors
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
-from stores.arrow_bytes import binary_from
+from stores.columns.encode import binary_from
+from stores.columns.headers import headers_from_arrow
 from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
 from stores.serdes import serde_for
 from stores.types import all_nullable, describe, same_type
@@ -68,7 +68,7 @@ def _check_intervals_across_tasks(table: StoreTable, files: list[ChangelogFile])
     Raises:
         InvalidOptionError: INVALID_INTERVAL, naming the key and both start times.
     """
-    from catalog.changelog import read_changelog
+    from catalog.log.changelog import read_changelog
 
     staged = [read_changelog(table.catalog.storage, table.spec.name, ref) for ref in files]
     if not staged:

@@ -2,11 +2,11 @@
 
 | store                                   | module                |
 |-----------------------------------------|-----------------------|
-| ``KeyValueStore``                         | ``stores.key_value``    |
-| ``TimestampedKeyValueStore[WithHeaders]`` | ``stores.timestamped``  |
-| ``VersionedKeyValueStore``                | ``stores.versioned``    |
-| ``[Timestamped]WindowStore[WithHeaders]`` | ``stores.window``       |
-| ``SessionStore[WithHeaders]``             | ``stores.session``      |
+| ``KeyValueStore``                         | ``stores.key_value.store``    |
+| ``TimestampedKeyValueStore[WithHeaders]`` | ``stores.timestamped.store``  |
+| ``VersionedKeyValueStore``                | ``stores.versioned.store``    |
+| ``[Timestamped]WindowStore[WithHeaders]`` | ``stores.window.store``       |
+| ``SessionStore[WithHeaders]``             | ``stores.session.store``      |
 
 Adapters that serve a store of an older format as a newer one (Kafka's
 ``TimestampedToHeadersStoreAdapter`` ...) are in ``stores.adapters``. Interactive Queries v2 (query objects, results, positions) live in ``stores.query``; run one
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         StoreNotFoundError,
     )
     from stores.iterators import KeyValueIterator
-    from stores.key_value import KeyValueStore
+    from stores.key_value.store import KeyValueStore
     from stores.protocols import KeyValueStoreProtocol, VersionedKeyValueStoreProtocol
     from stores.query import (
         FailureReason,
@@ -75,11 +75,14 @@ if TYPE_CHECKING:
         Window,
         Windowed,
     )
-    from stores.session import SessionStore, SessionStoreWithHeaders
-    from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+    from stores.session.store import SessionStore, SessionStoreWithHeaders
+    from stores.timestamped.store import (
+        TimestampedKeyValueStore,
+        TimestampedKeyValueStoreWithHeaders,
+    )
     from stores.transactional import FileChangelog, MemoryChangelog, TransactionalStore
-    from stores.versioned import NOT_PUT, VersionedKeyValueStore, VersionedRecord
-    from stores.window import (
+    from stores.versioned.store import NOT_PUT, VersionedKeyValueStore, VersionedRecord
+    from stores.window.store import (
         TimestampedWindowStore,
         TimestampedWindowStoreWithHeaders,
         WindowStore,
@@ -95,12 +98,12 @@ _MODULE_OF = {
     "KeyQuery": "stores.query",
     "KeyValue": "stores.records",
     "KeyValueIterator": "stores.iterators",
-    "KeyValueStore": "stores.key_value",
+    "KeyValueStore": "stores.key_value.store",
     "KeyValueStoreProtocol": "stores.protocols",
     "KeyValueToTimestampedKeyValueByteStoreAdapter": "stores.adapters",
     "MemoryChangelog": "stores.transactional",
     "MultiVersionedKeyQuery": "stores.query",
-    "NOT_PUT": "stores.versioned",
+    "NOT_PUT": "stores.versioned.store",
     "PlainToHeadersStoreAdapter": "stores.adapters",
     "PlainToHeadersWindowStoreAdapter": "stores.adapters",
     "Position": "stores.query",
@@ -109,16 +112,16 @@ _MODULE_OF = {
     "RangeQuery": "stores.query",
     "ResultOrder": "stores.query",
     "SerdeError": "stores.errors",
-    "SessionStore": "stores.session",
-    "SessionStoreWithHeaders": "stores.session",
+    "SessionStore": "stores.session.store",
+    "SessionStoreWithHeaders": "stores.session.store",
     "SessionToHeadersStoreAdapter": "stores.adapters",
     "StateStoreError": "stores.errors",
     "StoreAlreadyExistsError": "stores.errors",
     "StoreClosedError": "stores.errors",
     "StoreNotFoundError": "stores.errors",
     "TimestampedKeyQuery": "stores.query",
-    "TimestampedKeyValueStore": "stores.timestamped",
-    "TimestampedKeyValueStoreWithHeaders": "stores.timestamped",
+    "TimestampedKeyValueStore": "stores.timestamped.store",
+    "TimestampedKeyValueStoreWithHeaders": "stores.timestamped.store",
     "TimestampedKeyWithHeadersQuery": "stores.query",
     "TimestampedRangeQuery": "stores.query",
     "TimestampedRangeWithHeadersQuery": "stores.query",
@@ -126,22 +129,22 @@ _MODULE_OF = {
     "TimestampedToHeadersWindowStoreAdapter": "stores.adapters",
     "TimestampedWindowKeyWithHeadersQuery": "stores.query",
     "TimestampedWindowRangeWithHeadersQuery": "stores.query",
-    "TimestampedWindowStore": "stores.window",
-    "TimestampedWindowStoreWithHeaders": "stores.window",
+    "TimestampedWindowStore": "stores.window.store",
+    "TimestampedWindowStoreWithHeaders": "stores.window.store",
     "TransactionalStore": "stores.transactional",
     "UNKNOWN_TIMESTAMP": "stores.records",
     "ValueAndHeaders": "stores.records",
     "ValueAndTimestamp": "stores.records",
     "ValueTimestampHeaders": "stores.records",
     "VersionedKeyQuery": "stores.query",
-    "VersionedKeyValueStore": "stores.versioned",
+    "VersionedKeyValueStore": "stores.versioned.store",
     "VersionedKeyValueStoreProtocol": "stores.protocols",
-    "VersionedRecord": "stores.versioned",
+    "VersionedRecord": "stores.versioned.store",
     "Window": "stores.records",
     "WindowKeyQuery": "stores.query",
     "WindowRangeQuery": "stores.query",
-    "WindowStore": "stores.window",
-    "WindowStoreWithHeaders": "stores.window",
+    "WindowStore": "stores.window.store",
+    "WindowStoreWithHeaders": "stores.window.store",
     "WindowToTimestampedWindowByteStoreAdapter": "stores.adapters",
     "Windowed": "stores.records",
 }

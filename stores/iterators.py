@@ -20,7 +20,7 @@ Two ways an iterator ends early, kept apart as Kafka keeps them:
   ``has_next()`` is False even for an entry already peeked (Kafka's
   ``shouldCloseOpenIteratorsWhenStoreIsClosedAndNotThrowInvalidStateStoreExceptionOnHasNext``).
 
-Window stores use this class; ``stores.timestamped`` still has its own copy of the same API
+Window stores use this class; ``stores.timestamped.store`` still has its own copy of the same API
 (to be switched over by its owner).
 """
 

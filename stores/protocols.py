@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from stores.versioned import VersionedRecord
+    from stores.versioned.store import VersionedRecord
 
 
 @runtime_checkable

@@ -42,7 +42,7 @@ family that held data when the store was opened. Reads never write (a reader may
 Nothing here commits: callers stage writes and end each public operation in
 ``db.maybe_commit()``.
 
-Public API (stable; :mod:`stores.session` builds on it)::
+Public API (stable; :mod:`stores.session.store` builds on it)::
 
     SEGMENTS_META_CF, STREAM_TIME_KEY, NO_TIMESTAMP, MAX_TIMESTAMP
     segment_id(timestamp, segment_interval_ms) -> int
@@ -83,7 +83,8 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate, islice
 
-from stores._columns import (
+from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.columns.arguments import (
     _merge_columns,
     check_same_length,
     checked_bytes_column,
@@ -92,7 +93,6 @@ from stores._columns import (
     chunked,
 )
 from stores.errors import CorruptDataError, InvalidOptionError
-from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
 
 #: Column family of the observed stream time (shared by window and session stores).
 SEGMENTS_META_CF = "segmentsMetadata"

@@ -1,7 +1,7 @@
 """Transactional stores, for every store kind: KIP-844 as Kafka shipped it (KIP-892, KIP-1035).
 
 A ``TransactionalStore`` opens any store of ``stores`` over one RocksDB whose writes are
-buffered, uncommitted, in an indexed write batch (``stores.rocksdb_bytes``): the store reads its
+buffered, uncommitted, in an indexed write batch (``stores.bytes.rocksdb``): the store reads its
 own uncommitted writes, other readers of the database do not see them, and closing or crashing
 without ``commit`` loses them. ``commit(changelog_offset)`` applies the batch atomically
 together with the offset, which is kept in the database itself, in column family ``offsets``
@@ -37,8 +37,8 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
+from stores.bytes.rocksdb import RawOp, RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
-from stores.rocksdb_bytes import RawOp, RocksDBBytesStore
 
 OFFSETS_CF = "offsets"
 _OFFSET_KEY = b"changelogOffset"
@@ -245,7 +245,7 @@ class TransactionalStore(Generic[S]):
         max_uncommitted_bytes: the bound of a transaction (see module doc).
         request_commit: called when the bound is crossed and there is no changelog; it must
             call ``commit(offset)``.
-        sealed: seal the database (``stores.rocksdb_bytes``): a damaged MANIFEST is reported
+        sealed: seal the database (``stores.bytes.rocksdb``): a damaged MANIFEST is reported
             instead of read as an older state.
 
     Raises:

@@ -15,11 +15,11 @@ from typing import Any, ClassVar, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.key_sort import key_runs, run_lasts
+from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.columns.key_sort import key_runs, run_lasts
 from stores.errors import InvalidOptionError
 from stores.query import Query
 from stores.records import UNKNOWN_TIMESTAMP
-from stores.rocksdb_bytes import RocksDBBytesStore
 
 BATCH_ROWS = 1 << 16
 TIME = pa.int64()
@@ -80,7 +80,7 @@ class Layout:
         return pa.schema(fields)
 
     def changelog_schema(self) -> pa.Schema:
-        """Schema of a changelog file (see ``catalog.changelog``)."""
+        """Schema of a changelog file (see ``catalog.log.changelog``)."""
         fields = [pa.field("key", pa.binary(), nullable=False), pa.field("value", pa.binary())]
         fields += [pa.field(c.name, TIME, nullable=False) for c in self.write_times]
         if self.headers:

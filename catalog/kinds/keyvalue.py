@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from catalog.kinds._base import BATCH_ROWS, Layout, Runs, Scan, StoreKind, last_per_key
+from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
 from stores.errors import InvalidOptionError
-from stores.key_value import KeyValueStore
+from stores.key_value.store import KeyValueStore
 from stores.query import KeyQuery, Query
-from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
 
 _WIDE = pa.schema([pa.field("key", pa.large_binary()), pa.field("value", pa.large_binary())])
 

@@ -16,10 +16,10 @@ from catalog.kinds._base import (
     time_order,
 )
 from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
-from catalog.span_columns import session_base, session_read, session_rows
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.query import Query, WindowRangeQuery
-from stores.rocksdb_bytes import RocksDBBytesStore
-from stores.session import SessionStore, SessionStoreWithHeaders, default_segment_interval_ms
+from stores.session.store import SessionStore, SessionStoreWithHeaders, default_segment_interval_ms
+from stores.window.columns import session_base, session_read, session_rows
 
 
 def _store_class(params: dict[str, Any]) -> Any:

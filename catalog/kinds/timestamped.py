@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from catalog.byte_columns import ByteColumn, stored_values, value_columns
 from catalog.kinds._base import (
     BATCH_ROWS,
     HEADERS,
@@ -24,14 +23,15 @@ from catalog.kinds._base import (
     last_per_key,
     time_order,
 )
+from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.columns.decode import ByteColumn, stored_values, value_columns
+from stores.formats.timestamped import TIMESTAMPED_CF
 from stores.query import Query, TimestampedKeyQuery
-from stores.rocksdb_bytes import RocksDBBytesStore
-from stores.timestamped import (
+from stores.timestamped.store import (
     TIMESTAMPED_WITH_HEADERS_CF,
     TimestampedKeyValueStore,
     TimestampedKeyValueStoreWithHeaders,
 )
-from stores.timestamped_format import TIMESTAMPED_CF
 
 HEADERS_PARAM = Param("headers", "headers", "boolean")
 

@@ -20,11 +20,11 @@ from catalog.kinds._base import (
     row_batches,
     segment_interval,
 )
-from catalog.versioned_columns import snapshot_records, versioned_read, versioned_rows
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError
 from stores.query import Query, VersionedKeyQuery
-from stores.rocksdb_bytes import RocksDBBytesStore
-from stores.versioned import VersionedKeyValueStore, default_segment_interval_ms
+from stores.versioned.columns import snapshot_records, versioned_read, versioned_rows
+from stores.versioned.store import VersionedKeyValueStore, default_segment_interval_ms
 
 HISTORY_RETENTION = Param(
     "history_retention_ms", "historyRetention", "duration", required=True,

@@ -16,11 +16,11 @@ from catalog.kinds._base import (
     time_order,
 )
 from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
-from catalog.span_columns import window_base, window_read, window_rows
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError
 from stores.query import Query, WindowKeyQuery
-from stores.rocksdb_bytes import RocksDBBytesStore
-from stores.window import (
+from stores.window.columns import window_base, window_read, window_rows
+from stores.window.store import (
     TimestampedWindowStore,
     TimestampedWindowStoreWithHeaders,
     WindowStore,

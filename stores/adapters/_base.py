@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError
 from stores.records import (
     UNKNOWN_TIMESTAMP,
@@ -18,7 +19,6 @@ from stores.records import (
     ValueAndTimestamp,
     ValueTimestampHeaders,
 )
-from stores.rocksdb_bytes import RocksDBBytesStore
 
 Mapper = Callable[[Any], Any]
 

@@ -19,14 +19,14 @@ from stores.adapters._base import (
     _strip_timestamp,
 )
 from stores.iterators import KeyValueIterator
-from stores.key_value import KeyValueStore
+from stores.key_value.store import KeyValueStore
 from stores.records import KeyValue, ValueAndTimestamp, ValueTimestampHeaders
-from stores.timestamped import TimestampedKeyValueStore
+from stores.timestamped.store import TimestampedKeyValueStore
 
 
 class _KeyValueAdapter(_Adapter):
     """A key-value store of an older format, served with the newer one's API
-    (``stores.timestamped``)."""
+    (``stores.timestamped.store``)."""
 
     def put(self, key: bytes, value: Any) -> None:
         """Put ``value`` (converted; None deletes).

@@ -13,7 +13,7 @@ from stores.adapters._base import (
     _strip_aggregate_headers,
 )
 from stores.records import ValueAndHeaders
-from stores.session import SessionStore
+from stores.session.store import SessionStore
 
 
 class SessionToHeadersStoreAdapter(_Adapter):
@@ -21,7 +21,7 @@ class SessionToHeadersStoreAdapter(_Adapter):
 
     Writes keep the aggregate (headers are dropped; None, or a ``ValueAndHeaders`` around None,
     removes the session, as Kafka's null aggregate does); reads give
-    ``ValueAndHeaders(aggregate, ())``. Methods and argument forms are ``stores.session``'s.
+    ``ValueAndHeaders(aggregate, ())``. Methods and argument forms are ``stores.session.store``'s.
 
     Raises:
         InvalidOptionError: ``store`` is not a plain ``SessionStore``.

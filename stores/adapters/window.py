@@ -17,11 +17,11 @@ from stores.adapters._base import (
     _strip_timestamp,
 )
 from stores.records import ValueAndTimestamp, ValueTimestampHeaders
-from stores.window import TimestampedWindowStore, WindowStore
+from stores.window.store import TimestampedWindowStore, WindowStore
 
 
 class _WindowAdapter(_Adapter):
-    """A window store of an older format, served with the newer one's API (``stores.window``)."""
+    """A window store of an older format, served with the newer one's API (``stores.window.store``)."""
 
     def put(self, key: bytes, value: Any, window_start: int) -> None:
         """Put ``value`` (converted to the store's format; None deletes).
@@ -33,7 +33,7 @@ class _WindowAdapter(_Adapter):
         self._store.put(key, self._encode(value), window_start)
 
     def fetch(self, *args: Any, **kwargs: Any) -> Any:
-        """The store's ``fetch`` (2, 3 or 4 arguments, see ``stores.window``), values converted.
+        """The store's ``fetch`` (2, 3 or 4 arguments, see ``stores.window.store``), values converted.
 
         Raises:
             InvalidOptionError: a wrong key or time.

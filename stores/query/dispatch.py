@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from stores.bytes.rocksdb import is_rocksdb_failure
 from stores.errors import CorruptDataError, InvalidOptionError, UnsupportedQueryError
 from stores.iterators import KeyValueIterator
-from stores.key_value import KeyValueStore
+from stores.key_value.store import KeyValueStore
 from stores.query._checks import MAX_LONG, MIN_LONG
 from stores.query.position import Position, PositionBound, is_permitted
 from stores.query.queries import (
@@ -35,11 +36,10 @@ from stores.query.queries import (
 )
 from stores.query.results import FailureReason, QueryResult, ResultOrder, _class_name, _Placeholder
 from stores.records import KeyValue, ReadOnlyRecord, ValueAndTimestamp
-from stores.rocksdb_bytes import is_rocksdb_failure
-from stores.session import SessionStore, SessionStoreWithHeaders
-from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
-from stores.versioned import VersionedKeyValueStore
-from stores.window import (
+from stores.session.store import SessionStore, SessionStoreWithHeaders
+from stores.timestamped.store import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+from stores.versioned.store import VersionedKeyValueStore
+from stores.window.store import (
     TimestampedWindowStore,
     TimestampedWindowStoreWithHeaders,
     WindowStore,

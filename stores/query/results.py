@@ -173,7 +173,7 @@ class _Placeholder:
 
 
 def _class_name(store: Any) -> str:
-    """Java's ``store.getClass()`` in messages: ``class stores.window.WindowStore``."""
+    """Java's ``store.getClass()`` in messages: ``class stores.window.store.WindowStore``."""
     if isinstance(store, _Placeholder):
         return java_class(store.cls)
     return java_class(store if isinstance(store, type) else type(store))

@@ -10,10 +10,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from catalog import Catalog, changelog
-from catalog.commit_log import CommitLog, record_name
-from catalog.local_cache import PartitionCache
-from catalog.storage import Storage
+from catalog import Catalog
+from catalog.caches.partitions import PartitionCache
+from catalog.log import changelog
+from catalog.log.commits import CommitLog, record_name
+from catalog.log.storage import Storage
 from stores.errors import (
     CommitConflictError,
     CorruptDataError,
@@ -208,8 +209,8 @@ def test_a_store_written_by_the_previous_release_reads_and_takes_appends(
     release's layout): a store holding them reads, takes new writes, compacts and vacuums."""
     import zlib
 
-    from catalog import commit_log
-    from catalog.commit_log import ChangelogFile
+    from catalog.log import commits as commit_log
+    from catalog.log.commits import ChangelogFile
 
     def legacy(storage: Storage, store_dir: str, pieces: list, name: str) -> list:  # type: ignore[type-arg]
         refs = []
@@ -378,7 +379,7 @@ def test_a_half_read_partition_blocks_no_other_reader(catalog: Catalog) -> None:
 def test_a_commit_whose_record_landed_before_an_error_is_kept(
     catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import catalog.storage as storage_module
+    import catalog.log.storage as storage_module
 
     table = catalog.create_store("kv", "keyvalue", "long", "long")
     files = table.stage(pa.array([1]), pa.array([1]), None)

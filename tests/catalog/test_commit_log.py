@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog, StoreTable, faults
-from catalog.commit_log import COMMITS_DIR, CommitLog, Txn, record_name, seal
+from catalog.log.commits import COMMITS_DIR, CommitLog, Txn, record_name, seal
 from stores.errors import (
     CorruptDataError,
     InvalidOptionError,
@@ -34,7 +34,7 @@ def _record_path(warehouse: str, commit_id: int) -> Path:
 
 def _fresh(catalog: Catalog, tmp_path: Path) -> Catalog:
     """Another process's view: no cached records, its own cache directory."""
-    from catalog import commit_log
+    from catalog.log import commits as commit_log
 
     commit_log._RECORDS.clear()
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)

@@ -14,14 +14,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from catalog import Catalog, StoreTable, changelog, commit_log
+from catalog import Catalog, StoreTable
+from catalog.caches.partitions import PartitionCache
 from catalog.cli import main as cli
-from catalog.commit_log import COMMITS_DIR, record_name
-from catalog.compaction import compact, dump, load_snapshot, tail_files
-from catalog.local_cache import PartitionCache
+from catalog.log import changelog
+from catalog.log import commits as commit_log
+from catalog.log.commits import COMMITS_DIR, record_name
+from catalog.operations.compaction import compact, dump, load_snapshot, tail_files
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError
-from stores.headers_format import encode_headers
-from stores.rocksdb_bytes import RocksDBBytesStore
+from stores.formats.headers import encode_headers
 
 HOUR = 3_600_000
 
@@ -472,7 +474,7 @@ def test_a_window_cache_after_a_snapshot_computes_a_long_tail_and_applies_a_shor
 def test_a_fresh_cache_loads_the_snapshot_and_reads_only_the_tail(
     catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from catalog import local_cache
+    from catalog.caches import partitions as local_cache
 
     table = _build(catalog, "versioned", appends=8)
     record = compact(table)
@@ -568,7 +570,7 @@ def test_snapshot_batches_of_a_partition_past_2_gib_stay_within_32_bit_offsets()
     """Rows computed for a snapshot come as large binary; a piece that starts past 2 GiB in
     them is written as binary over the same bytes (the buffer here is allocated, not
     touched: only its last bytes are)."""
-    from catalog.compaction import _pieces, _snapshot_batch
+    from catalog.operations.compaction import _pieces, _snapshot_batch
 
     sizes = [1 << 30, (1 << 30) + 100, 200]
     buffer = pa.allocate_buffer(sum(sizes))

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog
-from catalog.interactive import StateQueryRequest, StateQueryResult, query
+from catalog.operations.query import StateQueryRequest, StateQueryResult, query
 from catalog.partitioner import partition_of
 from stores.errors import InvalidOptionError, SerdeError, StoreNotFoundError
 from stores.query import (
@@ -28,7 +28,7 @@ from stores.query import (
     WindowRangeQuery,
 )
 from stores.records import KeyValue, Window, Windowed
-from stores.versioned import VersionedRecord
+from stores.versioned.store import VersionedRecord
 
 RATES = {"EUR": 1.1, "GBP": 1.3, "JPY": 0.007, "CHF": 1.2, "USD": 1.0, "SEK": 0.09}
 
@@ -195,7 +195,7 @@ def test_execution_info_is_recorded_when_enabled(catalog: Catalog) -> None:
     assert all(r.get_execution_info() == [] for r in plain.get_partition_results().values())
     info = _ask(catalog, KeyQuery.with_key("EUR"), enable_execution_info=())
     owner = info.get_partition_results()[_owner("EUR")].get_execution_info()
-    assert owner[0].startswith("Handled in class stores.key_value.KeyValueStore in ") and "at commit 2" in owner[1]
+    assert owner[0].startswith("Handled in class stores.key_value.store.KeyValueStore in ") and "at commit 2" in owner[1]
     other = info.get_partition_results()[(_owner("EUR") + 1) % 3].get_execution_info()
     assert other and "without opening" in other[0]
 

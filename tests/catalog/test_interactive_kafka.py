@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog
-from catalog.interactive import StateQueryRequest, StateQueryResult, query
+from catalog.operations.query import StateQueryRequest, StateQueryResult, query
 from catalog.partitioner import partition_of
 from stores.errors import StoreNotFoundError
 from stores.iterators import KeyValueIterator
@@ -36,7 +36,7 @@ from stores.query import (
 )
 from stores.records import ValueAndTimestamp
 from stores.serdes import serde_for
-from stores.versioned import VersionedRecord
+from stores.versioned.store import VersionedRecord
 
 MINUTE = 60_000
 START = 1_700_000_100_000 // (5 * MINUTE) * (5 * MINUTE)

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog, StoreTable, faults
+from catalog.caches.partitions import PartitionCache
 from catalog.kinds import Scan
-from catalog.local_cache import PartitionCache
 from stores import KeyQuery
-from stores.rocksdb_bytes import RocksDBBytesStore
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.transactional import OFFSETS_CF, committed_offset_of
 
 ROWS = 3000

@@ -16,9 +16,10 @@ import pyarrow as pa
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
-from catalog import Catalog, commit_log
-from catalog.commit_log import COMMITS_DIR, record_name
-from catalog.storage import Storage
+from catalog import Catalog
+from catalog.log import commits as commit_log
+from catalog.log.commits import COMMITS_DIR, record_name
+from catalog.log.storage import Storage
 from stores.errors import InvalidOptionError
 
 REPO = Path(__file__).resolve().parents[2]

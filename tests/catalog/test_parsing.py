@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from catalog.crc import crc32_array
-from catalog.durations import parse_duration_ms, parse_instant_ms
+from catalog.partition_hash import crc32_array
 from catalog.partitioner import partition_of, partitions_of, spark_sql_expression
 from stores.errors import InvalidOptionError
+from stores.time import parse_duration_ms, parse_instant_ms
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog import Catalog, commit_log
+from catalog import Catalog
 from catalog.catalog import StoreTable
+from catalog.log import commits as commit_log
 from tests.crash.harness import STORE, Crash
 from tests.crash.worker import rows_for
 

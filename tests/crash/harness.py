@@ -19,7 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from catalog import Catalog, commit_log, faults
+from catalog import Catalog, faults
+from catalog.log import commits as commit_log
 from tests.crash.worker import rows_for
 
 WORKER = Path(__file__).with_name("worker.py")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from catalog import Catalog, commit_log
+from catalog import Catalog
+from catalog.log import commits as commit_log
 from stores.errors import StoreNotFoundError
 from tests.crash.harness import (
     STORE,

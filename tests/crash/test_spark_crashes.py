@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from catalog import Catalog, commit_log
+from catalog import Catalog
+from catalog.log import commits as commit_log
 
 pytestmark = pytest.mark.spark
 

@@ -69,7 +69,7 @@ def main(task: dict[str, Any]) -> dict[str, Any]:
         return {"committed": record.id if record else None}
     if op == "abort":
         from catalog.catalog import StoreTable
-        from catalog.commit_log import ChangelogFile
+        from catalog.log.commits import ChangelogFile
 
         # As the Spark writer's abort: a table over the planned spec, whether or not the store
         # exists (a first write's abort runs when it may not); only its name matters.
@@ -81,7 +81,7 @@ def main(task: dict[str, Any]) -> dict[str, Any]:
         rows = catalog.load(task["store"]).to_arrow().to_pylist()
         return {"rows": sorted([r["key"], r["value"]] for r in rows)}
     if op == "lookup":  # point lookups (IQv2): these build the partitions' RocksDB caches
-        from catalog.interactive import StateQueryRequest, query
+        from catalog.operations.query import StateQueryRequest, query
         from stores.query.queries import KeyQuery, VersionedKeyQuery
 
         table = catalog.load(task["store"])

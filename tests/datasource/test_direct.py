@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from catalog import Catalog
-from catalog.commit_log import Txn
+from catalog.log.commits import Txn
 from datasource.options import StoreOptions
 from datasource.reader import StateStoreReader
 from datasource.writer import StagedFiles, StateStoreWriter
@@ -72,7 +72,7 @@ def test_a_failed_task_cleans_up_and_abort_removes_the_others(warehouse: str) ->
 
 
 def test_a_task_stages_its_batches_as_they_come_into_one_file(warehouse: str) -> None:
-    from catalog.changelog import read_changelog
+    from catalog.log.changelog import read_changelog
 
     writer = StateStoreWriter.plan(options(warehouse, **VERSIONED), SCHEMA, overwrite=False)
     batches = [batch([f"k{i % 7}", f"k{i % 5}"], [float(i), -float(i)], [i, i]) for i in range(40)]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from catalog import Catalog
-from catalog.interactive import StateQueryRequest, query
+from catalog.operations.query import StateQueryRequest, query
 from datasource.asof import asof_join
 from stores.query import VersionedKeyQuery
 

@@ -28,7 +28,7 @@ from stores.adapters import (
     WindowToTimestampedWindowByteStoreAdapter,
 )
 from stores.errors import InvalidOptionError, StoreClosedError
-from stores.key_value import KeyValueStore
+from stores.key_value.store import KeyValueStore
 from stores.records import (
     UNKNOWN_TIMESTAMP,
     KeyValue,
@@ -38,9 +38,9 @@ from stores.records import (
     Window,
     Windowed,
 )
-from stores.session import SessionStore, SessionStoreWithHeaders
-from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
-from stores.window import (
+from stores.session.store import SessionStore, SessionStoreWithHeaders
+from stores.timestamped.store import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+from stores.window.store import (
     TimestampedWindowStore,
     TimestampedWindowStoreWithHeaders,
     WindowStore,

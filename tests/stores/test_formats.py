@@ -1,5 +1,5 @@
 """Golden bytes, round trips and corrupt input of KIP-258's and KIP-1271's value layouts
-(:mod:`stores.timestamped_format`, :mod:`stores.headers_format`).
+(:mod:`stores.formats.timestamped`, :mod:`stores.formats.headers`).
 
 The golden values are worked out by hand from Kafka's ``ByteUtils.writeVarint`` (32-bit zig-zag,
 7 bits a byte, low bits first), ``HeadersSerializer`` and ``LongSerializer`` (big-endian).
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stores.errors import CorruptDataError, InvalidOptionError, SerdeError
-from stores.headers_format import (
+from stores.formats.headers import (
     EMPTY_HEADERS_PREFIX,
     convert_from_plain_to_header_format,
     convert_to_header_format,
@@ -25,14 +25,14 @@ from stores.headers_format import (
     split_headers,
     with_headers,
 )
-from stores.records import ValueAndTimestamp
-from stores.timestamped_format import (
+from stores.formats.timestamped import (
     TIMESTAMPED_CF,
     convert_to_timestamped,
     decode_timestamped,
     encode_timestamped,
     raw_timestamp,
 )
+from stores.records import ValueAndTimestamp
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
@@ -172,8 +172,8 @@ _VARINT_COLUMNS = st.one_of(
 def test_varint_column_is_each_rows_varints(columns: list[list[int]], lead_zero: bool) -> None:
     import numpy as np
 
-    from stores.arrow_bytes import varint_column
-    from stores.sst import _varint as unsigned_varint  # one value at a time, in Python
+    from stores.bytes.sst import _varint as unsigned_varint  # one value at a time, in Python
+    from stores.columns.encode import varint_column
 
     n = min(len(c) for c in columns)
     arrays = [np.array(c[:n], dtype=np.int64) for c in columns]

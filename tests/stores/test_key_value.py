@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError
-from stores.key_value import KeyValueStore
-from stores.rocksdb_bytes import RocksDBBytesStore
+from stores.key_value.store import KeyValueStore
 
 
 @pytest.fixture(params=["standalone", "over-uncommitted-batch"])

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stores.errors import InvalidOptionError
-from stores.key_value import KeyValueStore
+from stores.key_value.store import KeyValueStore
 from stores.query import (
     FailureReason,
     KeyQuery,
@@ -48,7 +48,7 @@ from stores.records import (
     Window,
     Windowed,
 )
-from stores.versioned import VersionedKeyValueStore, VersionedRecord
+from stores.versioned.store import VersionedKeyValueStore, VersionedRecord
 
 HEADERS = (("h", b"1"), ("h", None))
 
@@ -60,9 +60,9 @@ def _module(name: str) -> Any:
         return None
 
 
-TIMESTAMPED = _module("stores.timestamped")
-WINDOW = _module("stores.window")
-SESSION = _module("stores.session")
+TIMESTAMPED = _module("stores.timestamped.store")
+WINDOW = _module("stores.window.store")
+SESSION = _module("stores.session.store")
 
 
 # -- Position and PositionBound -----------------------------------------------------------------
@@ -543,7 +543,7 @@ def test_execution_info_only_when_asked(tmp_path: Path) -> None:
     with _kv(tmp_path / "kv") as store:
         assert query(store, KeyQuery.with_key(b"a")).get_execution_info() == []
         info = query(store, KeyQuery.with_key(b"a"), collect_execution_info=True).get_execution_info()
-        assert len(info) == 1 and info[0].startswith("Handled in class stores.key_value.KeyValueStore in ")
+        assert len(info) == 1 and info[0].startswith("Handled in class stores.key_value.store.KeyValueStore in ")
 
 
 def test_a_failing_store_gives_store_exception(tmp_path: Path) -> None:

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from catalog.interactive import StateQueryResult
+from catalog.operations.query import StateQueryResult
 from stores.adapters import SessionToHeadersStoreAdapter
 from stores.errors import InvalidOptionError, QueryError
 from stores.iterators import KeyValueIterator
-from stores.key_value import KeyValueStore
+from stores.key_value.store import KeyValueStore
 from stores.query import (
     FailureReason,
     KeyQuery,
@@ -40,10 +40,10 @@ from stores.query import (
     query,
 )
 from stores.records import KeyValue, ValueAndHeaders, ValueAndTimestamp, Window, Windowed
-from stores.session import SessionStore
-from stores.timestamped import TimestampedKeyValueStore
-from stores.versioned import VersionedKeyValueStore, VersionedRecord
-from stores.window import TimestampedWindowStore, WindowStore
+from stores.session.store import SessionStore
+from stores.timestamped.store import TimestampedKeyValueStore
+from stores.versioned.store import VersionedKeyValueStore, VersionedRecord
+from stores.window.store import TimestampedWindowStore, WindowStore
 
 TOPIC = "input-topic"
 MINUTE = 60_000

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import StoreClosedError, StoreNotFoundError
-from stores.rocksdb_bytes import RocksDBBytesStore
 
 
 def test_uncommitted_writes_are_visible_to_reads_but_not_durable(tmp_path: Path) -> None:

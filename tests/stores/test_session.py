@@ -16,17 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
-from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
 from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY
-from stores.session import (
-    AggregationWithHeaders,
-    SessionStore,
-    SessionStoreWithHeaders,
-    default_segment_interval_ms,
-)
-from stores.session_format import (
+from stores.session.format import (
     MAX_LONG,
     SESSION_HEADERS_CF,
     decode_session_key,
@@ -34,6 +28,12 @@ from stores.session_format import (
     encode_session_key,
     encode_with_headers_value,
     upper_bound,
+)
+from stores.session.store import (
+    AggregationWithHeaders,
+    SessionStore,
+    SessionStoreWithHeaders,
+    default_segment_interval_ms,
 )
 
 RETENTION = 10_000  # Kafka's AbstractSessionBytesStoreTest.RETENTION_PERIOD
@@ -256,7 +256,7 @@ def test_expired_records_are_dropped(store: Adapter) -> None:
 def test_inverted_key_range_is_empty_and_warns(store: Adapter, caplog: pytest.LogCaptureFixture) -> None:
     store.put("a", 0, 0, b"1")
     key_from, key_to = (-1).to_bytes(4, "big", signed=True), (1).to_bytes(4, "big")
-    with caplog.at_level(logging.WARNING, logger="stores.session"):
+    with caplog.at_level(logging.WARNING, logger="stores.session.store"):
         assert list(store.store.find_sessions(key_from, key_to, 0, 10)) == []
         assert list(store.store.backward_fetch(b"b", b"a")) == []
     assert "invalid key range: from > to" in caplog.text
@@ -626,7 +626,7 @@ def test_headers_store_reads_plain_store_read_only(tmp_path: Path) -> None:
 def test_a_session_of_an_expired_segment_is_skipped_with_kafka_s_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from stores._window_bulk import EXPIRED_SEGMENT_WARNING
+    from stores.window.lookups import EXPIRED_SEGMENT_WARNING
 
     with SessionStore(tmp_path / "row", retention_ms=100) as store:
         store.put(b"a", 1_000_000, 1_000_000, b"new")

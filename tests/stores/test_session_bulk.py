@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
-from stores.headers_format import decode_headers, encode_headers
+from stores.formats.headers import decode_headers, encode_headers
 from stores.records import ValueAndHeaders
-from stores.rocksdb_bytes import RocksDBBytesStore
-from stores.session import SessionStore, SessionStoreWithHeaders
+from stores.session.store import SessionStore, SessionStoreWithHeaders
 
 CLASSES = [SessionStore, SessionStoreWithHeaders]
 KEYS = st.sampled_from([b"a", b"ab", b"a\x00", b"b", b"\x00", b"bb\xff"])

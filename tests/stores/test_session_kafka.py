@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
+from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.iterators import KeyValueIterator
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
-from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
-from stores.session import SessionStore, SessionStoreWithHeaders
-from stores.session_format import MAX_LONG, SESSION_HEADERS_CF
+from stores.session.format import MAX_LONG, SESSION_HEADERS_CF
+from stores.session.store import SessionStore, SessionStoreWithHeaders
 
 RETENTION_PERIOD = 10_000
 SEGMENT_INTERVAL = 60_000  # Stores.persistentSessionStore: max(retention / 2, 60 000)
@@ -436,7 +436,7 @@ def test_should_not_throw_invalid_range_exception_with_negative_from_key(
     # Kafka's String deserializer turns Integer -1's bytes into U+FFFD characters.
     key_from = struct.pack(">i", -1).decode("utf-8", "replace").encode()
     key_to = struct.pack(">i", 1)
-    with caplog.at_level(logging.WARNING, logger="stores.session"):
+    with caplog.at_level(logging.WARNING, logger="stores.session.store"):
         with st.store.find_sessions(key_from, key_to, 0, 10) as it:
             assert not it.has_next()
     assert (

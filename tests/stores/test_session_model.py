@@ -26,10 +26,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.records import ValueAndHeaders, Window, Windowed
-from stores.rocksdb_bytes import RocksDBBytesStore
-from stores.session import SessionStore, SessionStoreWithHeaders
-from stores.session_format import MAX_LONG, encode_session_key
+from stores.session.format import MAX_LONG, encode_session_key
+from stores.session.store import SessionStore, SessionStoreWithHeaders
 
 # Keys that share prefixes and bytes around the suffix's first byte (0x00 / 0x7f / 0xff).
 KEYS = (b"", b"a", b"aa", b"a\x00", b"a\x7f", b"a\xff", b"b")

@@ -1,4 +1,4 @@
-"""SST files written from Arrow columns (``stores.sst``): RocksDB ingests them, reads back every
+"""SST files written from Arrow columns (``stores.bytes.sst``): RocksDB ingests them, reads back every
 entry, and checks their block checksums."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stores import sst
-from stores.rocksdb_bytes import RocksDBBytesStore
+from stores.bytes import sst
+from stores.bytes.rocksdb import RocksDBBytesStore
 
 # Keys of every length around varint and block borders, values from empty to a few blocks.
 _ENTRIES = st.dictionaries(
@@ -242,7 +242,7 @@ def test_as_binary_keeps_the_bytes_of_a_slice_past_2_gib() -> None:
     """Arrow's cast refuses a large binary slice that starts past 2 GiB; ``as_binary`` gives
     binary over the same bytes (the buffer is allocated, not touched: only its last bytes
     are)."""
-    from stores.arrow_bytes import as_binary
+    from stores.columns.encode import as_binary
 
     sizes = [1 << 30, (1 << 30) + 100, 200]
     buffer = pa.allocate_buffer(sum(sizes))

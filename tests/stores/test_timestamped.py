@@ -31,17 +31,17 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
-from stores.headers_format import encode_headers
-from stores.key_value import KeyValueStore
+from stores.formats.headers import encode_headers
+from stores.formats.timestamped import TIMESTAMPED_CF, encode_timestamped
+from stores.key_value.store import KeyValueStore
 from stores.records import KeyValue, ValueAndTimestamp, ValueTimestampHeaders
-from stores.rocksdb_bytes import RocksDBBytesStore
-from stores.timestamped import (
+from stores.timestamped.store import (
     TIMESTAMPED_WITH_HEADERS_CF,
     TimestampedKeyValueStore,
     TimestampedKeyValueStoreWithHeaders,
 )
-from stores.timestamped_format import TIMESTAMPED_CF, encode_timestamped
 
 Store = Union[TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders]
 Hdrs = tuple[tuple[str, Union[bytes, None]], ...]

@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
+from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
+from stores.formats.timestamped import TIMESTAMPED_CF
 from stores.iterators import KeyValueIterator
 from stores.records import KeyValue, ValueAndTimestamp, ValueTimestampHeaders
-from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
-from stores.timestamped import KeyValueIterator as ReExported
-from stores.timestamped import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
-from stores.timestamped_format import TIMESTAMPED_CF
+from stores.timestamped.store import KeyValueIterator as ReExported
+from stores.timestamped.store import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 
 TS = 10  # Kafka's context.setTime(10)
 HEADERS = (("h", b"v"),)
@@ -222,7 +222,7 @@ def test_should_not_throw_concurrent_modification_exception(st: Store) -> None:
 def test_should_not_throw_invalid_range_exception_with_negative_from_key(
     st: Store, method: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="stores.timestamped"):
+    with caplog.at_level(logging.WARNING, logger="stores.timestamped.store"):
         with getattr(st.store, method)(k(-1), k(1)) as it:
             assert not it.has_next()
     assert (

@@ -26,8 +26,8 @@ from stores import (
     WindowStore,
     WindowStoreWithHeaders,
 )
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError
-from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.transactional import OFFSETS_CF, FileChangelog, MemoryChangelog, TransactionalStore
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,15 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
-from stores.rocksdb_bytes import DEFAULT_CF, RocksDBBytesStore
-from stores.versioned import (
-    NOT_PUT,
-    VersionedKeyValueStore,
-    VersionedRecord,
-    default_segment_interval_ms,
-)
-from stores.versioned_format import (
+from stores.versioned.format import (
     LATEST_PREFIX,
     METADATA_CF,
     SegmentValue,
@@ -30,6 +24,12 @@ from stores.versioned_format import (
     next_timestamp,
     segment_id,
     segment_prefix,
+)
+from stores.versioned.store import (
+    NOT_PUT,
+    VersionedKeyValueStore,
+    VersionedRecord,
+    default_segment_interval_ms,
 )
 
 RETENTION = 300_000

@@ -18,11 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError
-from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.transactional import MemoryChangelog, TransactionalStore
-from stores.versioned import VersionedKeyValueStore, VersionedRecord
-from stores.versioned_format import (
+from stores.versioned.format import (
     LATEST_PREFIX,
     METADATA_CF,
     ROW_ENDS_BEFORE,
@@ -35,6 +34,7 @@ from stores.versioned_format import (
     segment_id,
     segment_prefix,
 )
+from stores.versioned.store import VersionedKeyValueStore, VersionedRecord
 
 KEYS = (b"a", b"b", b"c")
 _COUNTER = itertools.count()

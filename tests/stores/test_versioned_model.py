@@ -27,9 +27,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from stores.rocksdb_bytes import RocksDBBytesStore
-from stores.versioned import NOT_PUT, VersionedKeyValueStore, VersionedRecord
-from stores.versioned_format import segment_id
+from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.versioned.format import segment_id
+from stores.versioned.store import NOT_PUT, VersionedKeyValueStore, VersionedRecord
 
 KEYS = (b"a", b"b")
 VALUES = st.sampled_from([None, b"", b"x", b"yy"])

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.records import (
     KeyValue,
@@ -25,17 +26,8 @@ from stores.records import (
     ValueTimestampHeaders,
     Windowed,
 )
-from stores.rocksdb_bytes import RocksDBBytesStore
 from stores.segments import SEGMENTS_META_CF, segment_prefix
-from stores.window import (
-    INVALID_KEY_RANGE_WARNING,
-    TimestampedWindowStore,
-    TimestampedWindowStoreWithHeaders,
-    WindowStore,
-    WindowStoreWithHeaders,
-    default_segment_interval_ms,
-)
-from stores.window_format import (
+from stores.window.format import (
     TIMESTAMPED_HEADERS_CF,
     WINDOW_HEADERS_CF,
     decode_window_key,
@@ -43,6 +35,14 @@ from stores.window_format import (
     lower_range,
     time_window_for_size,
     upper_range,
+)
+from stores.window.store import (
+    INVALID_KEY_RANGE_WARNING,
+    TimestampedWindowStore,
+    TimestampedWindowStoreWithHeaders,
+    WindowStore,
+    WindowStoreWithHeaders,
+    default_segment_interval_ms,
 )
 
 WINDOW_SIZE = 3
@@ -409,7 +409,7 @@ def test_inverted_key_range_logs_and_is_empty(
     ws: Adapter, caplog: pytest.LogCaptureFixture
 ) -> None:
     ws.put(k(1), b"one", 0)
-    with caplog.at_level(logging.WARNING, logger="stores.window"):
+    with caplog.at_level(logging.WARNING, logger="stores.window.store"):
         assert ws.fetch(k(-1), k(1), 0, 10) == []  # -1 serializes above 1
         assert ws.backward_fetch(k(2), k(1), 0, 10) == []
     assert caplog.messages.count(INVALID_KEY_RANGE_WARNING) == 2

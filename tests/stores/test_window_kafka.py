@@ -31,7 +31,7 @@ from stores.records import (
     Window,
     Windowed,
 )
-from stores.window import (
+from stores.window.store import (
     EXPIRED_SEGMENT_WARNING,
     INVALID_KEY_RANGE_WARNING,
     TimestampedWindowStore,
@@ -398,7 +398,7 @@ def test_should_return_same_results_for_single_key_fetch_and_equal_key_range_fet
 def test_should_not_throw_invalid_range_exception_with_negative_from_key(
     ws: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="stores.window"):
+    with caplog.at_level(logging.WARNING, logger="stores.window.store"):
         with ws.it("fetch", k(-1), k(1), 0, 10) as iterator:
             assert not iterator.has_next()
     assert INVALID_KEY_RANGE_WARNING in caplog.messages
@@ -407,7 +407,7 @@ def test_should_not_throw_invalid_range_exception_with_negative_from_key(
 def test_should_log_and_measure_expired_records(
     ws: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="stores.window"):
+    with caplog.at_level(logging.WARNING, logger="stores.window.store"):
         ws.put(k(1), b"initial record", 2 * RETENTION_PERIOD)
         ws.put(k(1), b"late record", 0)
         ws.put(k(1), b"another on-time record", RETENTION_PERIOD + 1)

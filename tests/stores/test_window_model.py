@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from stores.records import ValueTimestampHeaders
-from stores.window import TimestampedWindowStoreWithHeaders, WindowStore
-from stores.window_format import encode_window_key, time_window_for_size
+from stores.window.format import encode_window_key, time_window_for_size
+from stores.window.store import TimestampedWindowStoreWithHeaders, WindowStore
 
 KEYS = st.sampled_from([b"a", b"ab", b"a\x00", b"b", b"\x00"])
 BOUNDS = st.one_of(st.none(), KEYS)

@@ -1,0 +1,1 @@
+"""Local caches of the log: RocksDB partitions for lookups, Arrow scan files."""

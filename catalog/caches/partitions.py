@@ -1,0 +1,608 @@
+"""Local materialization: each store partition as a RocksDB that caches the committed changelog.
+
+The durable files are the truth; a partition's RocksDB is a cache of them, kept as a
+transactional store (``stores.transactional``, the mechanism of the standalone stores): the
+commit log's commit id is its changelog offset. Catching up applies each newer commit's files as
+one transaction and commits it together with the commit's id, in the store's ``offsets`` column
+family; a crash at any point leaves the cache at the last commit it applied. A fresh cache
+starts from the newest usable snapshot (``catalog.operations.compaction``) and replays the commits after
+it (``CommitLog.restore_plan``).
+
+Several tasks and processes read the same partition at once: reading takes a shared ``flock`` on
+a lock file beside the database and opens it read-only, which RocksDB allows alongside other
+read-only handles; catching up takes the lock exclusively, without waiting, and opens it
+read-write. A reader pinned to an older commit than the cache has reached (a write committed
+while its query ran), or one that finds the cache behind while others read it, reads from a
+private, temporary materialization instead: every query sees one snapshot, and no reader waits
+for another.
+
+Nothing local is trusted blindly. RocksDB checks its blocks and table files, and the cache is
+sealed (``stores.bytes.rocksdb``: the MANIFEST of its last clean close, which RocksDB itself
+would read, truncated, as an older state); when damage shows (a flipped byte in an SST file, a
+truncated MANIFEST, a lost CURRENT), the cache is discarded and rebuilt from the log, once,
+before anything is served. Scans are written whole to
+an Arrow file before their first batch is served, so a corruption found mid-scan is rebuilt too.
+The latest full scan of a commit is kept as ``<cache>.scans/<commit>.arrow`` with an XXH3-64
+sidecar (``.xxh3``); a scan file that fails its check is deleted and rebuilt, never served.
+
+Where: ``$STATE_STORE_CACHE_DIR``, else the first of ``$SPARK_LOCAL_DIRS`` (set by Spark for
+Python workers: executor-local), else the system temporary directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import xxhash
+
+from catalog import faults
+from catalog.kinds import kind_of
+from catalog.log.changelog import read_changelog
+from catalog.log.commits import CommitLog, CommitRecord, RestorePlan
+from catalog.log.spec import StoreSpec
+from catalog.log.storage import Storage
+from catalog.operations.compaction import load_snapshot, snapshot_runs
+from stores.bytes.rocksdb import RocksDBBytesStore, is_rocksdb_failure
+from stores.errors import CorruptDataError, StoreNotFoundError
+from stores.transactional import OFFSETS_CF, TransactionalStore, committed_offset_of
+
+#: Bumped when the cache layout changes: older caches are simply not found (and rebuilt).
+CACHE_FORMAT = 2
+#: Computes a partition's scan from columns: (snapshot runs by column family, the changelog
+#: rows of each commit after it) to typed batches, or None to decline.
+Columnar = Callable[
+    [dict[str, tuple[pa.Array, pa.Array]], list[pa.Table]], "Iterator[pa.RecordBatch] | None"
+]
+#: A cache applies one commit per transaction, however large: the unit of the log.
+_UNBOUNDED = sys.maxsize
+#: Kept scan files are LZ4-compressed: the first read writes fewer bytes (a seventh, for the
+#: benchmark's text), and later ones checksum fewer; measured in bench/write_read.py, both
+#: reads are faster than with plain files (LZ4 decompresses faster than the page cache copies).
+_SCAN_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+
+
+def default_cache_root() -> str:
+    """Where partition caches live on this machine (see module doc)."""
+    explicit = os.environ.get("STATE_STORE_CACHE_DIR")
+    if explicit:
+        return explicit
+    spark_dirs = os.environ.get("SPARK_LOCAL_DIRS")
+    base = spark_dirs.split(",")[0] if spark_dirs else tempfile.gettempdir()
+    return os.path.join(base, "state_store_cache")
+
+
+class PartitionCache:
+    """The local RocksDB of one store partition."""
+
+    def __init__(
+        self, storage: Storage, spec: StoreSpec, store_dir: str, partition: int, cache_root: str
+    ) -> None:
+        self.storage = storage
+        self.spec = spec
+        self.store_dir = store_dir
+        self.partition = partition
+        self.kind = kind_of(spec.kind)
+        warehouse = hashlib.sha1(storage.root.encode()).hexdigest()[:12]
+        self.path = os.path.join(
+            cache_root,
+            warehouse,
+            f"{spec.name}-{spec.store_id}",
+            f"p{partition:05d}.v{CACHE_FORMAT}",
+        )
+        self.log = CommitLog(storage, store_dir, spec.store_id)
+        self._families = tuple(self.kind.column_families(spec.params))
+
+    # -- locking and repair --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _lock(self, exclusive: bool, *, wait: bool = True) -> Iterator[None]:
+        """Hold the partition's ``flock``; raises BlockingIOError if busy and not ``wait``."""
+        _makedirs(os.path.dirname(self.path))
+        with open(self.path + ".lock", "a+b") as handle:
+            mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+            fcntl.flock(handle, mode if wait else mode | fcntl.LOCK_NB)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def discard(self) -> None:
+        """Delete the cache and its scan files (under the exclusive lock): rebuilt on next use."""
+        with self._lock(exclusive=True):
+            shutil.rmtree(self.path, ignore_errors=True)
+            shutil.rmtree(self.path + ".scans", ignore_errors=True)
+
+    def _repairing(self, action: Callable[[], Any]) -> Any:
+        """Run ``action``; if RocksDB reports damage, discard the cache and run it once more.
+
+        Raises:
+            CorruptDataError: the damage persists after a rebuild.
+        """
+        try:
+            return action()
+        except Exception as exc:
+            if not is_rocksdb_failure(exc):
+                raise
+            self.discard()
+        try:
+            return action()
+        except Exception as exc:
+            if not is_rocksdb_failure(exc):
+                raise
+            raise CorruptDataError(
+                f"the local cache {self.path} of store {self.spec.name!r} partition "
+                f"{self.partition} fails even after a rebuild from the log: {exc}"
+            ) from exc
+
+    # -- catching up ---------------------------------------------------------------------------
+
+    def catch_up(self, target: int) -> int:
+        """Bring the cache to commit ``target`` (never backwards); return the id it is at."""
+
+        def locked() -> int:
+            with self._lock(exclusive=True):
+                return self._catch_up(self.path, target)
+
+        # The repair discards the cache under the lock itself: the lock is released first (a
+        # second flock of this process on another handle would wait for this one forever).
+        applied: int = self._repairing(locked)
+        return applied
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The column families of this partition's store."""
+        return self._families
+
+    def materialize(self, path: str, target: int) -> int:
+        """Bring a private database at ``path`` (new or made here before) to commit ``target``,
+        as ``catch_up`` does the shared one; return the commit it is at."""
+        return self._catch_up(path, target)
+
+    def _open_transactional(self, path: str) -> TransactionalStore[Any]:
+        return TransactionalStore(
+            path,
+            self._families,
+            lambda db: self.kind.open(db, self.spec.params),
+            max_uncommitted_bytes=_UNBOUNDED,
+            sealed=True,
+        )
+
+    def _catch_up(self, path: str, target: int) -> int:
+        if target < 1:
+            return 0
+        fresh = not os.path.isdir(path)  # made here: empty, no earlier build's leftovers
+        if fresh:
+            _makedirs(path)
+        tx = self._open_transactional(path)
+        try:
+            applied = tx.committed_offset() or 0
+            if applied >= target:
+                return applied
+            plan = self.log.restore_plan(applied, target, self.partition)
+            if path == self.path:
+                shutil.rmtree(self.path + ".scans", ignore_errors=True)
+            snapshot = plan.snapshot if plan.snapshot and plan.snapshot.base is not None else None
+            commits: Iterable[tuple[int, pa.Table]] = self._commit_tables(plan)
+            # A database that starts over from the log alone gets its state from columns where
+            # the kind computes it; a snapshot is ingested as it is (its runs are the rows),
+            # and the short tail after it applied.
+            if (applied == 0 or plan.reset) and snapshot is None:
+                commits = list(commits)  # read once: for the columns, or for the store after
+                rows = self.kind.store_rows({}, [t for _, t in commits], self.spec.params)
+                if rows is not None:
+                    # The state computed from columns, ingested as SST files into an empty
+                    # database, as a snapshot is (a crash before the offset is committed leaves
+                    # a database that committed nothing, which starts over the same way).
+                    tx = tx if fresh else self._emptied(tx, path)
+                    self._ingested(tx, rows, target)
+                    return target
+            if snapshot is not None:
+                # The snapshot is ingested as SST files into an empty database (ingest bypasses
+                # the batch; a crash before the offset is committed leaves a database that
+                # committed nothing, which starts over the same way). Its tail: where the kind
+                # computes what the tail leaves over any state, one more SST file over it;
+                # where a long tail would be applied row by row, the whole state computed from
+                # columns instead (``_RECOMPUTE_SHARE``); else applied by the store.
+                commits = list(commits)  # read once: for the columns, or for the store after
+                tables = [t for _, t in commits]
+                overlay = self.kind.overlay_rows(tables, self.spec.params) if tables else None
+                tail_rows = sum(t.num_rows for t in tables)
+                snapshot_rows = sum(f.rows for f in snapshot.files_for(self.partition))
+                runs = None
+                if overlay is None and tail_rows and tail_rows * _RECOMPUTE_SHARE >= snapshot_rows:
+                    runs = self._snapshot_runs(snapshot)
+                    rows = self.kind.store_rows(runs, tables, self.spec.params)
+                    if rows is not None:
+                        tx = tx if fresh else self._emptied(tx, path)
+                        self._ingested(tx, rows, target)
+                        return target
+                tx = tx if fresh else self._emptied(tx, path)
+                loaded: set[str] = set()
+                if runs is not None:  # read already: ingested from memory
+                    loaded = {family for family, (keys, _) in runs.items() if len(keys)}
+                    for family in loaded:
+                        tx.db.ingest_sorted(family, _slices(*runs[family]))
+                else:
+                    for ref in snapshot.files_for(self.partition):
+                        loaded |= load_snapshot(tx.db, self.storage, self.store_dir, ref)
+                if overlay is not None and loaded <= overlay.keys():
+                    self._ingested(tx, overlay, target, deletions=True)
+                    return target
+                faults.point("cache.ingested")
+                tx.commit(snapshot.base)
+                tx.reopen()
+                faults.point("cache.applied")
+            elif plan.reset:  # staged in the first transaction below: atomic with its data
+                for family in self._families:
+                    tx.db.clear(family)
+                tx.reopen()
+            for commit_id, table in commits:
+                self.kind.apply(tx.store, table, self.spec.params)
+                tx.commit(commit_id)
+                faults.point("cache.applied")
+            if tx.committed_offset() != target:
+                tx.commit(target)  # commits after the last one with files for this partition
+            return target
+        finally:
+            tx.close()
+
+    def _ingested(
+        self,
+        tx: TransactionalStore,
+        rows: dict[str, tuple[pa.Array, pa.Array]],
+        target: int,
+        deletions: bool = False,
+    ) -> None:
+        """Ingest ``rows`` (per column family, sorted) as SST files, then commit ``target``."""
+        for family, (keys, values) in rows.items():
+            tx.db.ingest_sorted(family, _slices(keys, values), deletions=deletions)
+        faults.point("cache.ingested")  # durable, not yet committed
+        tx.commit(target)
+        faults.point("cache.applied")
+
+    def _emptied(self, tx: TransactionalStore, path: str) -> TransactionalStore:
+        """Close ``tx`` and open an empty database in its place (for SST ingest)."""
+        tx.close()
+        shutil.rmtree(path, ignore_errors=True)
+        _makedirs(path)
+        return self._open_transactional(path)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _open_shared(self, target: int) -> Iterator[Any]:
+        """Yield the cache's store under a shared lock if it is at ``target``, else None."""
+        with self._lock(exclusive=False):
+            try:
+                db = RocksDBBytesStore(
+                    self.path, (*self._families, OFFSETS_CF), read_only=True, sealed=True
+                )
+            except StoreNotFoundError:
+                yield None
+                return
+            try:
+                at = committed_offset_of(db)
+                yield self.kind.open(db, self.spec.params) if at == target else None
+            finally:
+                db.close()
+
+    @contextlib.contextmanager
+    def open_at(self, target: int) -> Iterator[tuple[Any, bool]]:
+        """Yield ``(store, shared)``: the partition's store as of commit ``target``, read-only.
+
+        ``shared`` is True when it is this machine's cache, read under a shared lock that other
+        readers share; False for a private materialization, made when the cache cannot be at
+        ``target``: it has moved past it, or it is behind and busy with readers (waiting for
+        them could wait on a half-consumed scan of this very process). A cache that RocksDB
+        reports damaged while opening is rebuilt (see ``read``).
+        """
+        with contextlib.ExitStack() as stack:
+            opened = self._repairing(lambda: self._enter_at(stack, target))
+            yield opened
+
+    def _enter_at(self, stack: contextlib.ExitStack, target: int) -> tuple[Any, bool]:
+        inner = contextlib.ExitStack()
+        try:
+            store = inner.enter_context(self._open_shared(target))
+            if store is None:
+                inner.close()
+                try:
+                    with self._lock(exclusive=True, wait=False):
+                        self._catch_up(self.path, target)
+                except BlockingIOError:
+                    pass
+                store = inner.enter_context(self._open_shared(target))
+            if store is not None:
+                stack.enter_context(inner.pop_all())
+                return store, True
+            inner.close()
+            private = tempfile.mkdtemp(prefix="snapshot-", dir=os.path.dirname(self.path))
+            stack.callback(shutil.rmtree, private, True)
+            self._catch_up(private, target)
+            db = RocksDBBytesStore(private, (*self._families, OFFSETS_CF), read_only=True)
+            stack.callback(db.close)
+            return self.kind.open(db, self.spec.params), False
+        except BaseException:
+            inner.close()
+            raise
+
+    def read(
+        self,
+        target: int,
+        scan: Callable[[Any], Iterator[pa.RecordBatch]],
+        schema: pa.Schema,
+        columnar: Columnar | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """The batches ``scan(store)`` yields at commit ``target``.
+
+        With ``columnar``, they are first computed from the changelog with Arrow alone (see
+        ``read_latest``), and RocksDB is built only if it declines. Else the scan is written
+        whole to a temporary Arrow file before its first batch is served: if RocksDB reports
+        damage midway, the cache is rebuilt and the scan run again, and no caller ever saw a
+        batch of the damaged one.
+        """
+        computed = None if columnar is None else self._columnar_batches(target, columnar)
+        if computed is not None:
+            yield from computed
+            return
+        _makedirs(os.path.dirname(self.path))
+        tmp = os.path.join(os.path.dirname(self.path), f"scan-{uuid.uuid4().hex}.arrow")
+        try:
+            self._repairing(lambda: self._scan_to(tmp, target, scan, schema))
+            yield from _batches(tmp)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def _scan_to(
+        self,
+        path: str,
+        target: int,
+        scan: Callable[[Any], Iterator[pa.RecordBatch]],
+        schema: pa.Schema,
+    ) -> None:
+        with (
+            self.open_at(target) as (store, _),
+            pa.OSFile(path, "wb") as sink,
+            pa.ipc.new_file(sink, schema, options=_SCAN_OPTIONS) as writer,
+        ):
+            for batch in scan(store):
+                writer.write_batch(batch)
+
+    def _scan_file(self, target: int, variant: str = "") -> str:
+        return os.path.join(self.path + ".scans", f"{target:020d}{variant}.arrow")
+
+    def read_latest(
+        self,
+        target: int,
+        scan: Callable[[Any], Iterator[pa.RecordBatch]],
+        schema: pa.Schema,
+        columnar: Columnar | None = None,
+        variant: str = "",
+    ) -> Iterator[pa.RecordBatch]:
+        """The batches ``scan(store)`` yields at commit ``target``, kept as a columnar file.
+
+        A full scan of the latest state is what Spark reads most; RocksDB iterates it far
+        slower than Arrow reads a memory-mapped IPC file. The first scan at a commit writes
+        ``<cache>.scans/<commit>.arrow`` and its XXH3 checksum (``.xxh3``); later ones check and
+        read that file (a crash can leave it torn, never trusted: see ``_seal``). Catching up to a newer commit deletes the files of older ones
+        (under the exclusive lock, so no reader has them open in a way that matters: a mapped
+        file outlives its unlink).
+
+        ``variant`` names another whole-store scan kept the same way (a versioned store's
+        history: ``".all"``). With ``columnar``, the state is first computed from the newest
+        snapshot and the changelog files after it, with Arrow alone (``columnar(runs, commits)``;
+        see ``StoreKind.scan_columns``): no RocksDB is built for a scan. RocksDB is built only
+        when ``columnar`` declines, or for lookups (``open_at``).
+        """
+        path = self._scan_file(target, variant)
+        kept = _open_verified(path)
+        if kept is not None:
+            with kept:
+                yield from _read_batches(kept)
+            return
+        # Written beside the cache, not in ``.scans``, which a catch-up may clear meanwhile.
+        _makedirs(os.path.dirname(self.path))
+        tmp = os.path.join(os.path.dirname(self.path), f"scan-{uuid.uuid4().hex}.tmp")
+        try:
+            batches = None if columnar is None else self._columnar_batches(target, columnar)
+            if batches is not None:
+                # Served as computed while it is written (Spark takes each batch at once), and
+                # kept only once every batch is in the file: a reader that stops early (a
+                # LIMIT) leaves nothing behind.
+                with (
+                    pa.OSFile(tmp, "wb") as sink,
+                    pa.ipc.new_file(sink, schema, options=_SCAN_OPTIONS) as writer,
+                ):
+                    for i, batch in enumerate(batches):
+                        writer.write_batch(batch)
+                        if i == 0:
+                            faults.point("scan.writing")
+                        yield batch
+                with contextlib.suppress(FileNotFoundError):  # see below
+                    _seal(tmp, path)
+                    _drop_older_scans(path)
+                return
+            shared = self._repairing(lambda: self._scan_latest_to(tmp, target, scan, schema))
+            with pa.memory_map(tmp) as source:  # served from this mapping, renamed or not
+                if shared:  # else the cache moved on: this scan is private, not kept
+                    # Concurrent first readers write the same bytes; a catch-up clearing the
+                    # folder meanwhile only means this one is not kept.
+                    with contextlib.suppress(FileNotFoundError):
+                        _seal(tmp, path)
+                        _drop_older_scans(path)
+                yield from _read_batches(source)
+        finally:
+            for leftover in (tmp, tmp + _SUM):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
+
+    def _columnar_batches(
+        self, target: int, columnar: Columnar
+    ) -> Iterator[pa.RecordBatch] | None:
+        """``columnar`` over the state at ``target`` (``columns_at``); None if it declines."""
+        return columnar(*self.columns_at(target))
+
+    def columns_at(
+        self, target: int
+    ) -> tuple[dict[str, tuple[pa.Array, pa.Array]], list[pa.Table]]:
+        """The state at commit ``target`` as columns: the newest snapshot's sorted runs per
+        column family, and the changelog table of each commit after it (what
+        ``StoreKind.scan_columns`` and ``store_rows`` take; every file checked against its size
+        and CRC-32)."""
+        plan = self.log.restore_plan(0, target, self.partition)
+        runs = self._snapshot_runs(plan.snapshot) if plan.snapshot is not None else {}
+        return runs, [table for _, table in self._commit_tables(plan)]
+
+    def _snapshot_runs(self, snapshot: CommitRecord) -> dict[str, tuple[pa.Array, pa.Array]]:
+        """A snapshot's sorted ``(keys, values)`` per column family, for this partition (its
+        files checked against their size and CRC-32)."""
+        runs: dict[str, tuple[pa.Array, pa.Array]] = {}
+        for ref in snapshot.files_for(self.partition):
+            for family, keys, values in snapshot_runs(self.storage, self.store_dir, ref):
+                runs[family] = (keys, values)
+        return runs
+
+    def _commit_tables(self, plan: RestorePlan) -> Iterator[tuple[int, pa.Table]]:
+        """``(commit id, changelog table)`` of each commit of the plan with files for this
+        partition, read as they are asked for (every file checked against its size and
+        CRC-32). A commit's files are one table: a kind may order its rows (the versioned kind
+        sorts by timestamp), and how Spark split them into tasks and files must not matter."""
+        for record in plan.records:
+            files = record.files_for(self.partition)
+            if files:  # (a commit with none for this partition is committed with a later one)
+                tables = (read_changelog(self.storage, self.store_dir, ref) for ref in files)
+                yield record.id, pa.concat_tables(tables)
+
+    def _scan_latest_to(
+        self,
+        tmp: str,
+        target: int,
+        scan: Callable[[Any], Iterator[pa.RecordBatch]],
+        schema: pa.Schema,
+    ) -> bool:
+        with self.open_at(target) as (store, shared), pa.OSFile(tmp, "wb") as sink:
+            with pa.ipc.new_file(sink, schema, options=_SCAN_OPTIONS) as writer:
+                for i, batch in enumerate(scan(store)):
+                    writer.write_batch(batch)
+                    if i == 0:
+                        faults.point("scan.writing")
+            return bool(shared)
+
+
+def _batches(path: str) -> Iterator[pa.RecordBatch]:
+    with pa.memory_map(path) as source:
+        yield from _read_batches(source)
+
+
+def _read_batches(source: pa.MemoryMappedFile) -> Iterator[pa.RecordBatch]:
+    reader = pa.ipc.open_file(source)
+    for i in range(reader.num_record_batches):
+        yield reader.get_batch(i)
+
+
+#: After a snapshot, a tail the store would apply row by row (window, session and versioned
+#: stores) with at least 1/``_RECOMPUTE_SHARE`` as many rows as the snapshot is not applied:
+#: the whole state is computed from columns (``StoreKind.store_rows``) and ingested. Measured
+#: for window stores: about 3 us a row applied, 0.8 us a row computed and ingested, 0.3 us a
+#: row for a snapshot ingested as it is.
+_RECOMPUTE_SHARE = 4
+
+#: A kept scan file's checksum sidecar: XXH3-64 of the file, in hex. The file is a local
+#: cache verified on every read, so the checksum runs at memory speed (xxHash's XXH3, ~8x
+#: zlib's CRC-32 here); files kept by older versions (``.crc32``) are rebuilt.
+_SUM = ".xxh3"
+_LEGACY_SUM = ".crc32"
+
+
+def _checksum(data: pa.Buffer) -> str:
+    return f"{xxhash.xxh3_64_intdigest(data):016x}"
+
+
+def _sum_of(path: str) -> str:
+    with pa.memory_map(path) as source:
+        return _checksum(source.read_buffer())
+
+
+def _open_verified(path: str) -> pa.MemoryMappedFile | None:
+    """The scan file at ``path``, mapped, if it matches its checksum (checked on the very
+    mapping that is then served); a file that does not is deleted, so it is rebuilt."""
+    try:
+        with open(path + _SUM) as f:
+            expected = f.read().strip()
+        source = pa.memory_map(path)
+    except FileNotFoundError:
+        source = None
+    if source is not None:
+        if _checksum(source.read_buffer()) == expected:
+            source.seek(0)
+            return source
+        source.close()
+    for stale in (path, path + _SUM, path + _LEGACY_SUM):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(stale)
+    return None
+
+
+def _seal(tmp: str, path: str) -> None:
+    """Publish a scan file: the data, then its checksum, renamed into place in that order.
+
+    Not fsynced: a scan file is a cache that every reader verifies against its checksum
+    before serving it (``_open_verified``), so one left torn or empty by a crash is deleted
+    and computed again, never served. (The changelog files it is computed from are durable.)
+    """
+    checksum = _sum_of(tmp)
+    with open(tmp + _SUM, "w") as f:
+        f.write(checksum)
+    _makedirs(os.path.dirname(path))
+    os.replace(tmp, path)
+    os.replace(tmp + _SUM, path + _SUM)
+
+
+def _drop_older_scans(path: str) -> None:
+    """Delete the scan files of commits older than the one at ``path`` (a reader that has one
+    mapped keeps reading it; a reader pinned to an older commit rebuilds its own)."""
+    folder, name = os.path.split(path)
+    for entry in os.listdir(folder):
+        if entry.split(".")[0] < name.split(".")[0]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, entry))
+
+
+def _makedirs(path: str) -> None:
+    """Create a directory and its parents, each new entry fsynced into its parent."""
+    missing = []
+    probe = path
+    while probe and not os.path.isdir(probe):
+        missing.append(probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    os.makedirs(path, exist_ok=True)
+    for created in reversed(missing):
+        _fsync_dir(os.path.dirname(created))
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _slices(keys: pa.Array, values: pa.Array, rows: int = 1 << 16) -> Iterator[tuple[pa.Array, pa.Array]]:
+    """``(keys, values)`` in slices of ``rows``: an SST is encoded a slice at a time."""
+    for start in range(0, len(keys), rows):
+        yield keys.slice(start, rows), values.slice(start, rows)

@@ -1,0 +1,721 @@
+"""The commit log: numbered, immutable, checksummed commit records; the truth of a store.
+
+Spark's two-phase write maps onto Kafka's changelog + ``commit(offset)``:
+
+1. each writer task stages immutable changelog files (``catalog.log.changelog``), one per store
+   partition it touched, named after the write: invisible to readers;
+2. the driver publishes commit record N (``commits/<N, 20 digits>.json``) listing every staged
+   file, created only if absent (atomic: see ``catalog.log.storage``). The record is the commit
+   point: readers see exactly the files of existing records;
+3. an abort deletes the write's staged files, unless the log shows it committed.
+
+A commit id plays the role of Kafka's changelog offset: a partition's local cache records the
+last id it applied, and catches up by replaying the files of newer records.
+
+A record (JSON, keys sorted; ``checksum`` covers every other field):
+
+| field          | meaning                                                                  |
+|----------------|--------------------------------------------------------------------------|
+| ``format``       | 2                                                                        |
+| ``store_id``     | the store's id (so a record copied from another store is refused)        |
+| ``id``           | its own commit id, checked against its file name                         |
+| ``prev``         | the checksum of record ``id - 1`` ("" for 1): a deleted, reordered or     |
+|                | replaced record breaks the chain                                         |
+| ``operation``    | ``create`` (record 1, with ``spec``), ``append``, ``overwrite``, ``drop``,       |
+|                | ``compact`` (a snapshot of every partition as of commit ``base``),         |
+|                | ``expire`` (history before commit ``base`` is gone: see ``history_start``) |
+| ``write_id``     | the write that published it (an abort asks the log whether it committed) |
+| ``files``        | the changelog files: partition, path, rows, size, crc32 (``compact``:      |
+|                | the snapshot files, ``snapshot/<partition>/<name>.arrow``)               |
+| ``base``         | ``compact``: the commit whose state the snapshots hold; ``expire``: the    |
+|                | oldest commit still readable                                             |
+| ``history_start``| the oldest readable commit, carried forward record to record (absent: 1) |
+| ``spec``         | the store's spec: record 1 (a store exists once its first record does),  |
+|                | and an ``overwrite`` that replaces the schema (``overwriteSchema``)        |
+| ``spec_commit``  | the record holding the spec in force, carried forward (absent: 1); a     |
+|                | reader pinned to commit v reads with the spec that record v names        |
+| ``txn``          | the writer's (app_id, version), for idempotent writes                    |
+| ``txns``         | the newest committed version per app id, carried forward record to record |
+| ``checksum``     | ``crc32:<8 hex>`` of the canonical JSON of the other fields               |
+
+A store exists once record 1 exists; a ``drop`` record as the newest record means it is gone.
+A schema overwrite is an ``overwrite`` record with a ``spec`` of the same store id: it replaces
+the contents and the types (and kind, parameters) at once; every later record names it in
+``spec_commit``, and records before it keep naming the older spec, so time travel to them
+reads with the spec they were written with. Every write states the ``spec_commit`` it was
+planned against; a write planned against a replaced spec is refused (``SCHEMA_CHANGED``).
+Ids run 1..N without gaps: a gap is corruption, never skipped.
+
+A ``compact`` record changes no state: it says that its snapshots hold the state as of commit
+``base`` (an earlier one: writers may have committed since the compaction started, and it
+conflicts with none of them). A reader restores the newest snapshot at or below its target and
+replays only the commits after its base (``restore_plan``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from catalog import faults
+from catalog.log.paths import check_changelog_path, check_store_id
+from catalog.log.storage import Storage
+from stores.errors import (
+    CommitConflictError,
+    CorruptDataError,
+    InvalidOptionError,
+    StoreAlreadyExistsError,
+    StoreNotFoundError,
+)
+
+COMMITS_DIR = "commits"
+#: The commit record format written: 3 lists pieces of files (``offset``); 2 (still read)
+#: listed whole files. A release that knows only 2 refuses a log with records of 3.
+FORMAT = 3
+_READ_FORMATS = (2, 3)
+OPERATIONS = ("create", "append", "overwrite", "drop", "compact", "expire")
+_MAX_ATTEMPTS = 50
+_RECORD_NAME = re.compile(r"(\d{20})\.json")
+
+
+@dataclass(frozen=True)
+class ChangelogFile:
+    """A staged changelog file: one store partition's rows from one writer task, as an Arrow
+    IPC file of ``size`` bytes at ``offset`` in the file at ``path`` (a writer task's file
+    holds one such piece per partition it wrote; a file of earlier releases, one)."""
+
+    partition: int
+    path: str  # relative to the store's directory
+    rows: int
+    size: int
+    crc32: int
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Txn:
+    """An idempotent write's identity (Delta's ``txnAppId`` / ``txnVersion``)."""
+
+    app_id: str
+    version: int
+
+
+def _natural(value: object, name: str, where: str) -> int:
+    """A file's size or offset from a record: an integer >= 0."""
+    number = int(value)  # type: ignore[call-overload]
+    if number < 0:
+        raise CorruptDataError(f"{where} lists a file with {name} {number}")
+    return number
+
+
+def seal(body: Mapping[str, Any]) -> bytes:
+    """JSON of ``body`` plus a ``checksum`` field over its canonical form."""
+    return json.dumps({**body, "checksum": checksum_of(body)}, indent=1, sort_keys=True).encode()
+
+
+def checksum_of(body: Mapping[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    return f"crc32:{zlib.crc32(canonical):08x}"
+
+
+def unseal(data: bytes, where: str) -> dict[str, Any]:
+    """Parse sealed JSON and verify its checksum.
+
+    Raises:
+        CorruptDataError: not JSON, no checksum, or a checksum that does not match.
+    """
+    try:
+        raw = json.loads(data)
+    except ValueError as exc:
+        raise CorruptDataError(f"{where} is not valid JSON: {exc}") from exc
+    if not isinstance(raw, dict) or not isinstance(raw.get("checksum"), str):
+        raise CorruptDataError(f"{where} has no checksum; it was not written by state-store 0.2+")
+    stored = raw.pop("checksum")
+    actual = checksum_of(raw)
+    if stored != actual:
+        raise CorruptDataError(
+            f"{where} fails its checksum ({actual}, recorded {stored}): it was changed after "
+            "it was written"
+        )
+    return raw
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    """A published commit. ``overwrite`` commits replace every partition's contents."""
+
+    store_id: str
+    id: int
+    operation: str
+    files: tuple[ChangelogFile, ...]
+    write_id: str
+    prev: str = ""
+    timestamp_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    summary: dict[str, Any] = field(default_factory=dict)
+    spec: dict[str, Any] | None = None
+    txn: Txn | None = None
+    txns: dict[str, int] = field(default_factory=dict)
+    base: int | None = None
+    history_start: int = 1  # the oldest readable commit, carried forward (see ``expire``)
+    spec_commit: int = 1  # the record holding the spec in force, carried forward
+    checksum: str = ""
+
+    @property
+    def overwrite(self) -> bool:
+        return self.operation == "overwrite"
+
+    @property
+    def compaction(self) -> bool:
+        return self.operation == "compact"
+
+    @property
+    def changes_nothing(self) -> bool:
+        """Compactions and expiries: bookkeeping records that leave the state as it was."""
+        return self.operation in ("compact", "expire")
+
+    def files_for(self, partition: int) -> list[ChangelogFile]:
+        return [f for f in self.files if f.partition == partition]
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "store_id": self.store_id,
+            "id": self.id,
+            "prev": self.prev,
+            "operation": self.operation,
+            "write_id": self.write_id,
+            "timestamp_ms": self.timestamp_ms,
+            "files": [
+                {"partition": f.partition, "path": f.path, "rows": f.rows, "size": f.size,
+                 "crc32": f.crc32, **({"offset": f.offset} if f.offset else {})}
+                for f in self.files
+            ],
+            "summary": self.summary,
+            "spec": self.spec,
+            "txn": None if self.txn is None else {"app_id": self.txn.app_id,
+                                                  "version": self.txn.version},
+            "txns": self.txns,
+            **({"base": self.base} if self.base is not None else {}),
+            **({"history_start": self.history_start} if self.history_start != 1 else {}),
+            **({"spec_commit": self.spec_commit} if self.spec_commit != 1 else {}),
+        }  # fmt: skip
+
+    def to_json(self) -> bytes:
+        return seal(self.body())
+
+    @classmethod
+    def from_json(
+        cls, data: bytes, where: str, commit_id: int, store_id: str | None
+    ) -> CommitRecord:
+        """Parse and verify a record read from ``where``, which must be record ``commit_id``
+        of store ``store_id`` (None: not known yet, when record 1 introduces the store).
+
+        Raises:
+            CorruptDataError: a failed checksum, another id or store than its name and place
+                say, an unknown operation, or a file path that leaves the store (UNSAFE_PATH).
+        """
+        raw = unseal(data, where)
+        try:
+            if raw["format"] not in _READ_FORMATS:
+                raise CorruptDataError(
+                    f"{where} has format {raw['format']!r}; this release reads formats "
+                    f"{', '.join(map(str, _READ_FORMATS))}"
+                )
+            snapshot = raw["operation"] == "compact"
+            record = cls(
+                store_id=check_store_id(raw["store_id"], where),
+                id=int(raw["id"]),
+                operation=str(raw["operation"]),
+                files=tuple(
+                    ChangelogFile(
+                        partition=int(f["partition"]),
+                        path=check_changelog_path(
+                            f["path"], f["partition"], where, snapshot=snapshot
+                        ),
+                        rows=int(f["rows"]),
+                        size=_natural(f["size"], "size", where),
+                        crc32=int(f["crc32"]),
+                        offset=_natural(f.get("offset", 0), "offset", where),
+                    )
+                    for f in raw["files"]
+                ),
+                write_id=str(raw["write_id"]),
+                prev=str(raw["prev"]),
+                timestamp_ms=int(raw["timestamp_ms"]),
+                summary=dict(raw["summary"]),
+                spec=None if raw["spec"] is None else dict(raw["spec"]),
+                txn=None if raw["txn"] is None else Txn(str(raw["txn"]["app_id"]),
+                                                        int(raw["txn"]["version"])),
+                txns={str(k): int(v) for k, v in dict(raw["txns"]).items()},
+                base=None if raw.get("base") is None else int(raw["base"]),
+                history_start=int(raw.get("history_start", 1)),
+                spec_commit=int(raw.get("spec_commit", 1)),
+                checksum=checksum_of(raw),
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CorruptDataError(f"{where} is not a commit record: {exc!r}") from exc
+        if record.id != commit_id:
+            raise CorruptDataError(f"{where} holds commit {record.id}, not {commit_id}")
+        if store_id is not None and record.store_id != store_id:
+            raise CorruptDataError(
+                f"{where} belongs to store id {record.store_id}, not this store's {store_id}"
+            )
+        if record.operation not in OPERATIONS:
+            raise CorruptDataError(f"{where} has unknown operation {record.operation!r}")
+        replaces_spec = record.overwrite and record.spec_commit == record.id
+        if (
+            (record.id == 1) != (record.operation == "create")
+            or (record.id == 1 or replaces_spec) != (record.spec is not None)
+            or not 1 <= record.spec_commit <= record.id
+        ):
+            raise CorruptDataError(
+                f"{where}: only commit 1 creates the store and holds its spec, and only an "
+                "overwrite that replaces the schema holds a new one (operation "
+                f"{record.operation!r}, spec_commit {record.spec_commit})"
+            )
+        if record.changes_nothing != (record.base is not None) or (
+            record.base is not None and not 1 <= record.base < record.id
+        ):
+            raise CorruptDataError(
+                f"{where}: a compact or expire record, and only one, names an earlier commit as "
+                f"its base (operation {record.operation!r}, base {record.base!r})"
+            )
+        if record.operation == "expire" and record.files:
+            raise CorruptDataError(f"{where}: an expire record lists no files")
+        return record
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    """See ``CommitLog.restore_plan``: empty the cache if ``reset``, load ``snapshot``'s files
+    (if any), then apply the files of ``records`` in order."""
+
+    reset: bool
+    snapshot: CommitRecord | None
+    records: list[CommitRecord]
+
+
+def record_name(commit_id: int) -> str:
+    return f"{commit_id:020d}.json"
+
+
+# Commit records are immutable and verified, so a process keeps every one it has read.
+_RECORDS: dict[tuple[str, int], CommitRecord] = {}
+
+
+class CommitLog:
+    """The commit records of one store, at ``<root>/<store>/commits/``.
+
+    Args:
+        storage: the warehouse.
+        store_dir: the store's directory (its name).
+        store_id: the store's id; None to take it from record 1 (``first``).
+    """
+
+    def __init__(self, storage: Storage, store_dir: str, store_id: str | None = None) -> None:
+        self.storage = storage
+        self.store_dir = store_dir
+        self.store_id = store_id
+
+    def _where(self, commit_id: int) -> str:
+        return self.storage.url(self.store_dir, COMMITS_DIR, record_name(commit_id))
+
+    def listed_ids(self) -> list[int]:
+        """Ids of the record files present, ascending (no checks)."""
+        return sorted(
+            int(m.group(1))
+            for n in self.storage.list(self.store_dir, COMMITS_DIR)
+            if (m := _RECORD_NAME.fullmatch(n))
+        )
+
+    def ids(self) -> list[int]:
+        """Every published commit id, ascending: 1..N.
+
+        Raises:
+            StoreNotFoundError: the newest record drops the store.
+            CorruptDataError: the ids have a gap (a record was deleted).
+        """
+        ids = self.listed_ids()
+        if ids and ids != list(range(1, len(ids) + 1)):
+            if self.read(ids[-1]).operation == "drop":
+                raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
+            missing = sorted(set(range(1, ids[-1] + 1)) - set(ids))
+            shown = ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else "")
+            raise CorruptDataError(
+                f"commit log {self.storage.url(self.store_dir, COMMITS_DIR)} is missing "
+                f"commit(s) {shown}; records are never deleted, so the log was damaged",
+                code="COMMIT_LOG_GAP",
+            )
+        return ids
+
+    def latest_id(self, known: int = 0) -> int:
+        """The newest commit id, 0 if the store has none.
+
+        ``known``: a commit id known to exist (a read's pinned commit). When no record follows
+        it, it is the newest, found by one existence check instead of a listing of the whole
+        log (which each partition of a read would pay; the pin's listing checked the ids).
+
+        Raises:
+            StoreNotFoundError: the newest record drops the store.
+        """
+        if known and not self.storage.exists(self.store_dir, COMMITS_DIR, record_name(known + 1)):
+            if self.read(known).operation == "drop":
+                raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
+            return known
+        ids = self.ids()
+        if ids and self.read(ids[-1]).operation == "drop":
+            raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
+        return ids[-1] if ids else 0
+
+    def first(self) -> CommitRecord:
+        """Record 1, which creates the store; sets ``store_id`` if it was not known.
+
+        Raises:
+            StoreNotFoundError: there is no record 1.
+        """
+        if self.store_id is not None:
+            return self.read(1)
+        try:
+            data = self.storage.read_bytes(self.store_dir, COMMITS_DIR, record_name(1))
+        except FileNotFoundError:
+            raise StoreNotFoundError(f"no store at {self.storage.url(self.store_dir)}") from None
+        record = CommitRecord.from_json(data, self._where(1), 1, None)
+        self.store_id = record.store_id
+        _RECORDS[(record.store_id, 1)] = record
+        return record
+
+    def read(self, commit_id: int) -> CommitRecord:
+        """Read and verify one commit record (cached: records never change).
+
+        Raises:
+            CorruptDataError: the record is missing or fails its checks.
+        """
+        if self.store_id is None:
+            self.first()
+        assert self.store_id is not None
+        cache_key = (self.store_id, commit_id)
+        record = _RECORDS.get(cache_key)
+        if record is None:
+            try:
+                data = self.storage.read_bytes(self.store_dir, COMMITS_DIR, record_name(commit_id))
+            except FileNotFoundError as exc:
+                raise CorruptDataError(f"commit record {self._where(commit_id)} is missing") from exc
+            record = CommitRecord.from_json(data, self._where(commit_id), commit_id, self.store_id)
+            _RECORDS[cache_key] = record
+        return record
+
+    def spec_record(self, commit_id: int) -> CommitRecord:
+        """The record holding the spec in force at ``commit_id`` (1 unless a schema overwrite
+        came at or before it).
+
+        Raises:
+            CorruptDataError: the record is missing or fails its checks.
+        """
+        return self.read(self.read(commit_id).spec_commit)
+
+    def chain(self, start: int, end: int) -> list[CommitRecord]:
+        """Records ``start..end``, each verified to follow its predecessor.
+
+        Raises:
+            CorruptDataError: a record does not name its predecessor's checksum.
+        """
+        records = [self.read(i) for i in range(max(start - 1, 1), end + 1)]
+        for before, after in pairwise(records):
+            if after.prev != before.checksum:
+                raise CorruptDataError(
+                    f"commit record {self._where(after.id)} does not follow record {before.id} "
+                    f"(it names predecessor {after.prev!r}, which is {before.checksum!r}): a "
+                    "record was replaced or reordered",
+                    code="COMMIT_LOG_GAP",
+                )
+        return [r for r in records if r.id >= start]
+
+    def replay_plan(self, applied: int, target: int) -> tuple[bool, list[CommitRecord]]:
+        """The commits a cache at ``applied`` must apply to reach ``target``, from the log
+        alone (snapshots unused; see ``restore_plan``).
+
+        Returns (reset, records): ``reset`` is True when an overwrite lies in the range, in which
+        case the cache must be emptied and ``records`` start at the newest such overwrite.
+        ``compact`` records change no state and are left out.
+
+        Raises:
+            StoreNotFoundError: a record in the range drops the store.
+            CorruptDataError: the records do not chain (see ``chain``).
+        """
+        plan = self.restore_plan(applied, target, use_snapshots=False)
+        return plan.reset, plan.records
+
+    def restore_plan(
+        self,
+        applied: int,
+        target: int,
+        partition: int | None = None,
+        *,
+        use_snapshots: bool = True,
+    ) -> RestorePlan:
+        """How a cache of ``partition`` at ``applied`` reaches ``target``: optionally load a
+        snapshot, then apply the files of ``records`` in order.
+
+        A snapshot is used when it holds a state newer than both ``applied`` and the newest
+        overwrite in the range (an overwrite after its base resets anyway), and has a file for
+        ``partition`` (a compaction may cover some partitions only).
+
+        Raises:
+            StoreNotFoundError: a record in the range drops the store.
+            CorruptDataError: the records do not chain (see ``chain``).
+        """
+        if target <= applied:
+            return RestorePlan(False, None, [])
+        latest = self.latest_id(target)  # checks the store for a drop
+        start = self.read(latest).history_start if latest else 1
+        if target < start:
+            raise self.expired(target)
+        if applied < start:
+            applied = 0  # its next files are gone: start over from a snapshot
+        # Records are read from the newest down, only as far as the plan needs: a snapshot of
+        # commit b is published after b, so none below the best base found can beat it, and
+        # nothing before the newest overwrite in range matters. A fresh cache of a compacted
+        # store reads the tail, not the whole log.
+        best: CommitRecord | None = None
+        reset_at: int | None = None
+        for commit_id in range(max(latest, target), applied, -1):
+            if best is not None and best.base is not None and commit_id <= best.base:
+                break
+            record = self.read(commit_id)
+            if record.operation == "drop" and commit_id <= target:
+                raise StoreNotFoundError(f"store {self.store_dir!r} was dropped")
+            if (
+                use_snapshots
+                and record.compaction
+                and record.base is not None
+                and (partition is None or record.files_for(partition))
+                and applied < record.base <= target
+                # The newest state wins (compactions may publish out of their bases' order).
+                and (best is None or (record.base, record.id) > (best.base or 0, best.id))
+            ):
+                best = record
+            if record.overwrite and commit_id <= target:
+                # The newest overwrite in range: a usable snapshot's base is at or after it, so
+                # it was published after it and has been seen.
+                reset_at = commit_id
+                if best is not None and (best.base or 0) < reset_at:
+                    best = None
+                break
+        first = (
+            best.base + 1 if best is not None and best.base is not None
+            else reset_at if reset_at is not None
+            else applied + 1
+        )  # fmt: skip
+        changes = [r for r in self.chain(first, target) if not r.changes_nothing]
+        if best is not None:
+            return RestorePlan(True, best, changes)
+        return RestorePlan(reset_at is not None, None, changes)
+
+    def history_start(self) -> int:
+        """The oldest commit whose state can still be read (1 unless history was expired by
+        ``vacuum`` with a history retention): every record carries it forward, so the newest
+        one says."""
+        latest = self.latest_id()
+        return self.read(latest).history_start if latest else 1
+
+    def expired(self, version: int) -> InvalidOptionError:
+        """The error for a read of a commit older than the retained history."""
+        return InvalidOptionError(
+            f"commit {version} of store {self.store_dir!r} is older than its retained history "
+            f"(commits {self.history_start()} to {self.latest_id()} can be read; a vacuum with "
+            "a history retention removed the rest)",
+            code="HISTORY_EXPIRED",
+        )
+
+    def version_at(self, version: int | None = None, timestamp_ms: int | None = None) -> int:
+        """The commit a read pins: ``version`` itself, or the newest commit made at or before
+        ``timestamp_ms`` (Delta's ``versionAsOf`` / ``timestampAsOf``), else the latest.
+
+        Raises:
+            InvalidOptionError: the version does not exist yet, or the time is before the
+                store's first commit (naming the range that exists).
+        """
+        latest = self.latest_id()
+        if version is not None:
+            if version < self.history_start():
+                raise self.expired(version)
+            if version > latest:
+                raise InvalidOptionError(
+                    f"option 'versionAsOf' is {version} but store {self.store_dir!r} has "
+                    f"commits 1 to {latest}"
+                )
+            return version
+        if timestamp_ms is None:
+            return latest
+        found = 0
+        for commit_id in range(1, latest + 1):  # commit times grow with ids (one clock each)
+            if self.read(commit_id).timestamp_ms <= timestamp_ms:
+                found = commit_id
+        if found and found < self.history_start():
+            raise self.expired(found)
+        if found == 0:
+            first = self.read(1).timestamp_ms
+            raise InvalidOptionError(
+                f"option 'timestampAsOf' ({timestamp_ms} ms) is before store "
+                f"{self.store_dir!r} was created ({first} ms, commit 1)"
+            )
+        return found
+
+    def find_write(self, write_id: str, after: int = 0) -> CommitRecord | None:
+        """The record that published ``write_id``, looking at ids above ``after``; None if the
+        write has not committed."""
+        for commit_id in self.listed_ids():
+            if commit_id > after:
+                record = self.read(commit_id)
+                if record.write_id == write_id:
+                    return record
+        return None
+
+    def publish(
+        self,
+        operation: str,
+        files: list[ChangelogFile],
+        write_id: str,
+        *,
+        summary: dict[str, Any] | None = None,
+        spec: dict[str, Any] | None = None,
+        txn: Txn | None = None,
+        base: int | None = None,
+        new_spec: dict[str, Any] | None = None,
+        spec_commit: int | None = None,
+    ) -> CommitRecord | None:
+        """Publish the next commit record, retried on a lost race (appends commute).
+
+        An unknown outcome (the create raised, or this process lost track of it) is resolved by
+        reading the log: every attempt first looks for a record of ``write_id``, so a write is
+        published at most once. With ``spec``, this creates the store as record 1. With
+        ``new_spec`` (an ``overwrite``), the record replaces the store's spec from its own id on.
+        With ``spec_commit``, the write was planned against the spec of that record: if another
+        one is in force now, the write is refused.
+
+        Returns:
+            The published record; None if ``txn`` was already committed (the write is skipped).
+
+        Raises:
+            StoreAlreadyExistsError: creating, and record 1 exists.
+            StoreNotFoundError: the store does not exist or was dropped meanwhile.
+            CommitConflictError: another committer won every one of many attempts, or the
+                store's schema was replaced since ``spec_commit`` (SCHEMA_CHANGED).
+        """
+        if new_spec is not None and operation != "overwrite":
+            raise InvalidOptionError(
+                f"a new spec comes with an overwrite only, not an {operation!r} commit",
+                code="OVERWRITE_SCHEMA_NEEDS_OVERWRITE",
+            )
+        started_at = None
+        for _ in range(_MAX_ATTEMPTS):
+            latest = self._latest_for_publish(spec is not None)
+            if started_at is None:
+                started_at = latest
+            mine = self.find_write(write_id, after=started_at) if latest > started_at else None
+            if mine is not None:
+                return mine
+            previous = self.read(latest) if latest else None
+            txns = dict(previous.txns) if previous else {}
+            history_start = previous.history_start if previous else 1
+            in_force = previous.spec_commit if previous else 1
+            if spec_commit is not None and previous is not None and in_force != spec_commit:
+                raise CommitConflictError(
+                    f"the schema of store {self.store_dir!r} was replaced by commit {in_force} "
+                    "(an overwrite with overwriteSchema) while this write ran against the "
+                    "schema before it; nothing was written: plan the write again",
+                    code="SCHEMA_CHANGED",
+                )
+            if operation == "expire" and base is not None:
+                history_start = max(history_start, base)
+            if txn is not None:
+                if txns.get(txn.app_id, -1) >= txn.version:
+                    return None
+                txns[txn.app_id] = txn.version
+            record = CommitRecord(
+                store_id=self.store_id or (spec or {}).get("store_id", ""),
+                id=latest + 1,
+                operation="create" if spec is not None else operation,
+                files=tuple(files),
+                write_id=write_id,
+                prev=previous.checksum if previous else "",
+                summary=summary or {},
+                spec=spec if spec is not None else new_spec,
+                txn=txn,
+                txns=txns,
+                base=base,
+                history_start=history_start,
+                spec_commit=latest + 1 if new_spec is not None else in_force,
+            )
+            data = record.to_json()
+            faults.point("commit.before_record")
+            try:
+                created = self.storage.write_if_absent(
+                    data, self.store_dir, COMMITS_DIR, record_name(record.id)
+                )
+            except Exception:
+                # The record may have landed although the call failed (after the link, on the
+                # directory fsync, an uncertain object-store put): the log decides.
+                if self._holds(record.id, data):
+                    created = True
+                else:
+                    raise
+            if created:
+                published = CommitRecord.from_json(
+                    data, self._where(record.id), record.id, record.store_id
+                )
+                self.store_id = published.store_id
+                _RECORDS[(published.store_id, published.id)] = published
+                faults.point("commit.after_record")
+                self._check_not_dropped(published)
+                return published
+            if spec is not None:
+                raise StoreAlreadyExistsError(
+                    f"store {self.store_dir!r} was created by another writer meanwhile"
+                )
+        raise CommitConflictError(
+            f"could not publish a commit to {self.storage.url(self.store_dir)} after "
+            f"{_MAX_ATTEMPTS} attempts: other writers keep committing; retry the write"
+        )
+
+    def _latest_for_publish(self, creating: bool) -> int:
+        if creating:
+            if self.listed_ids():
+                raise StoreAlreadyExistsError(
+                    f"store {self.store_dir!r} already exists under {self.storage.root} (or "
+                    "holds what an unfinished drop left: drop it again)"
+                )
+            return 0
+        if self.store_id is None:
+            self.first()
+        return self.latest_id()
+
+    def _holds(self, commit_id: int, data: bytes) -> bool:
+        try:
+            return self.storage.read_bytes(self.store_dir, COMMITS_DIR, record_name(commit_id)) == data
+        except FileNotFoundError:
+            return False
+
+    def _check_not_dropped(self, record: CommitRecord) -> None:
+        """After publishing: if the store was dropped (and its files deleted) between reading
+        the predecessor and creating this record, the record sits in a store that no longer
+        exists; it is removed and the write fails, so no acknowledged write is lost."""
+        if record.id == 1:
+            return
+        try:
+            data = self.storage.read_bytes(self.store_dir, COMMITS_DIR, record_name(1))
+            same = json.loads(data).get("store_id") == record.store_id
+        except (FileNotFoundError, ValueError, AttributeError):
+            same = False
+        if not same:
+            self.storage.delete(self.store_dir, COMMITS_DIR, record_name(record.id))
+            raise StoreNotFoundError(
+                f"store {self.store_dir!r} was dropped while this write committed; nothing "
+                "was written"
+            )

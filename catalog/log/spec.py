@@ -1,0 +1,104 @@
+"""A store's spec: what it is, kept in the store's first commit record."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from catalog.log.paths import check_store_id, check_store_name
+from stores.errors import CorruptDataError, InvalidOptionError
+from stores.types import TypeJson, describe
+
+FORMAT_VERSION = 2
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """Everything needed to open, read and write a store.
+
+    Attributes:
+        name: the store's name in its warehouse.
+        kind: the store kind (``keyvalue``, ``versioned``, ...), a key of ``catalog.kinds``.
+        key_type: Spark JSON type of the key column.
+        value_type: Spark JSON type of the value column.
+        num_partitions: how many partitions the key space is split into.
+        params: the kind's own parameters (e.g. ``history_retention_ms``), all in ms.
+        store_id: unique per created store, so a dropped and re-created store of the same
+            name never reuses an old local cache.
+        format_version: version of the on-disk protocol.
+        created_ms: creation time, epoch ms.
+    """
+
+    name: str
+    kind: str
+    key_type: TypeJson
+    value_type: TypeJson
+    num_partitions: int
+    params: dict[str, Any] = field(default_factory=dict)
+    store_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    format_version: int = FORMAT_VERSION
+    created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as JSON-able data (commit record 1 holds it)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str, name: str) -> StoreSpec:
+        """Rebuild a spec read from ``where`` for the store directory ``name``.
+
+        Raises:
+            CorruptDataError: not a spec this version understands, or one that names another
+                store or an unsafe store id.
+        """
+        if not isinstance(raw, dict):
+            raise CorruptDataError(f"{where} holds no store spec")
+        version = raw.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise CorruptDataError(
+                f"store spec at {where} has format version {version!r}; this "
+                f"library reads up to {FORMAT_VERSION}: upgrade state-store"
+            )
+        try:
+            spec = cls(**raw)
+        except TypeError as exc:
+            raise CorruptDataError(f"store spec at {where} cannot be read: {exc}") from exc
+        if spec.name != name:
+            raise CorruptDataError(
+                f"store spec at {where} names store {spec.name!r}, not {name!r}",
+                code="UNSAFE_PATH",
+            )
+        check_store_id(spec.store_id, where)
+        if not isinstance(spec.params, dict) or not isinstance(spec.kind, str):
+            raise CorruptDataError(f"store spec at {where} has malformed kind or parameters")
+        try:
+            spec.check_partitions()
+        except InvalidOptionError as exc:
+            raise CorruptDataError(f"store spec at {where}: {exc}") from exc
+        return spec
+
+    def describe(self) -> dict[str, Any]:
+        """A flat, human-readable summary (for ``Catalog.describe``)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "key_type": describe(self.key_type),
+            "value_type": describe(self.value_type),
+            "num_partitions": self.num_partitions,
+            **self.params,
+            "store_id": self.store_id,
+            "format_version": self.format_version,
+            "created_ms": self.created_ms,
+        }
+
+    def check_partitions(self) -> None:
+        """Raises InvalidOptionError unless 1 <= num_partitions <= 10000."""
+        if not isinstance(self.num_partitions, int) or not 1 <= self.num_partitions <= 10_000:
+            raise InvalidOptionError(
+                f"option 'numPartitions' is {self.num_partitions!r}; accepted: 1 to 10000"
+            )
+
+
+__all__ = ["FORMAT_VERSION", "StoreSpec", "check_store_name"]

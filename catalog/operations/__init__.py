@@ -1,0 +1,1 @@
+"""Operations over a store table: queries, the change feed, compaction, maintenance."""

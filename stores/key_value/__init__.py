@@ -1,0 +1,1 @@
+"""``keyvalue``: Kafka's ``KeyValueStore``."""

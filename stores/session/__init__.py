@@ -1,0 +1,1 @@
+"""``session``: Kafka's ``SessionStore[WithHeaders]``."""

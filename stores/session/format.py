@@ -1,0 +1,199 @@
+"""Byte layouts of the session stores: Kafka's ``SessionKeySchema`` keys and KIP-1271 values.
+
+A session key is Kafka's ``SessionKeySchema.toBinary``: the serialized record key, then the
+session's end, then its start (8-byte big-endian signed longs, as Java's ``ByteBuffer`` writes
+them). Sessions are filed in the segment of their *end* time (``segmentTimestamp`` is the end),
+so a whole segment of closed sessions expires at once. Kafka keeps one RocksDB per segment; this
+library keeps *logical* segments (an 8-byte segment-id prefix, :mod:`stores.segments`) in one
+RocksDB.
+
+==============================  ============================  ==================================
+column family                   RocksDB key                   RocksDB value
+==============================  ============================  ==================================
+``default``                     ``segment (8) + key +``       ``SessionStore``: the aggregate;
+                                ``end (8) + start (8)``       ``SessionStoreWithHeaders``: a
+                                                              plain store's legacy aggregate
+                                                              (read with empty headers)
+``sessionKeyValueWithHeaders``  same                          ``[varint headersSize][headers]``
+                                                              ``[aggregate]``
+``segmentsMetadata``            see :mod:`stores.segments`    observed stream time (8)
+==============================  ============================  ==================================
+
+The value of ``SessionStoreWithHeaders`` is Kafka's ``AggregationWithHeaders`` serialization
+(``AggregationWithHeadersSerializer``): ``headersSize`` is a zig-zag varint, empty headers are no
+bytes at all, so an aggregate with no headers is stored as ``00 + aggregate``
+(:mod:`stores.formats.headers`). ``sessionKeyValueWithHeaders`` is Kafka's
+``RocksDBMigratingSessionStoreWithHeaders.SESSION_STORE_HEADERS_VALUES_COLUMN_FAMILY_NAME``.
+
+Key order inside a segment is the byte order of the whole binary key, so sessions of keys that
+share a prefix (``a`` and ``aa``) interleave by bytes, exactly as in Kafka's RocksDB.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from stores.errors import CorruptDataError
+from stores.formats.headers import (
+    convert_to_header_format,
+    decode_with_headers,
+    encode_with_headers,
+)
+from stores.records import Headers, ValueAndHeaders
+
+#: Kafka's ``RocksDBMigratingSessionStoreWithHeaders`` column family of header-aware values.
+SESSION_HEADERS_CF = "sessionKeyValueWithHeaders"
+#: The column family of a plain session store (and of legacy entries of a headers store).
+SESSION_PLAIN_CF = "default"
+TIMESTAMP_SIZE = 8
+#: ``end (8) + start (8)`` after the record key.
+SUFFIX_SIZE = 2 * TIMESTAMP_SIZE
+MAX_LONG = 2**63 - 1
+MIN_LONG = -(2**63)
+
+_SUFFIX = struct.Struct(">qq")
+_LONG = struct.Struct(">q")
+#: The largest suffix a stored session can have: windows never have negative times (Kafka's
+#: ``Window`` refuses a negative start, and the end is not before the start).
+_MAX_SUFFIX = _SUFFIX.pack(MAX_LONG, MAX_LONG)
+_MIN_SUFFIX = bytes(SUFFIX_SIZE)
+
+
+def encode_session_key(key: bytes, start: int, end: int) -> bytes:
+    """Kafka's ``SessionKeySchema.toBinary(key, start, end)``: ``key + end (8) + start (8)``."""
+    return key + _SUFFIX.pack(end, start)
+
+
+def decode_session_key(binary: bytes) -> tuple[bytes, int, int]:
+    """Split a binary session key into ``(key, start, end)``.
+
+    Raises:
+        CorruptDataError: ``binary`` is shorter than the two timestamps.
+    """
+    if len(binary) < SUFFIX_SIZE:
+        raise CorruptDataError(
+            f"a session key needs at least {SUFFIX_SIZE} bytes, got {len(binary)}"
+        )
+    end, start = _SUFFIX.unpack_from(binary, len(binary) - SUFFIX_SIZE)
+    return binary[:-SUFFIX_SIZE], start, end
+
+
+def session_key_suffixes(starts: list[int], ends: list[int]) -> list[bytes]:
+    """The ``[end][start]`` suffixes of binary session keys (:func:`encode_session_key` is
+    ``key + suffix``).
+
+    Raises:
+        struct.error: a time is out of range.
+    """
+    pack = _SUFFIX.pack
+    return [pack(end, start) for start, end in zip(starts, ends)]
+
+
+def decode_session_key_column(binaries: list[bytes]) -> tuple[list[bytes], list[int], list[int]]:
+    """``(keys, starts, ends)`` of binary session keys (:func:`decode_session_key` per row).
+
+    Raises:
+        CorruptDataError: a binary key is shorter than the two timestamps.
+    """
+    sizes = set(map(len, binaries))
+    if sizes and min(sizes) < SUFFIX_SIZE:
+        raise CorruptDataError(f"a session key needs at least {SUFFIX_SIZE} bytes")
+    if len(sizes) == 1:
+        # Keys of one size (the usual case): the times come out of one C-level unpack.
+        (size,) = sizes
+        layout = struct.Struct(f">{size - SUFFIX_SIZE}xqq")
+        times = list(layout.iter_unpack(b"".join(binaries)))
+        ends = [end for end, _ in times]
+        starts = [start for _, start in times]
+    else:
+        unpack = _LONG.unpack_from
+        ends = [unpack(binary, len(binary) - SUFFIX_SIZE)[0] for binary in binaries]
+        starts = [unpack(binary, len(binary) - TIMESTAMP_SIZE)[0] for binary in binaries]
+    return [binary[:-SUFFIX_SIZE] for binary in binaries], starts, ends
+
+
+def session_end(binary: bytes) -> int:
+    """The end time of a binary session key (Kafka's ``extractEndTimestamp``).
+
+    Raises:
+        CorruptDataError: ``binary`` is shorter than the two timestamps.
+    """
+    return decode_session_key(binary)[2]
+
+
+def lower_bound(key_from: bytes | None) -> bytes | None:
+    """The smallest binary key a session of a key ``>= key_from`` can have (None: unbounded).
+
+    Every binary key starts with its record key, so it sorts at or after that key.
+    """
+    return None if key_from is None else key_from
+
+
+def upper_bound(key_from: bytes | None, key_to: bytes | None) -> bytes | None:
+    """The largest binary key a session of a key in ``[key_from, key_to]`` can have.
+
+    A key equal to ``key_to`` ends at ``key_to + max suffix``; a shorter key that is a prefix of
+    ``key_to`` is also in range and may sort after that (``a + 7f..`` > ``a\\x00 + ...``), so the
+    bound is the largest of ``prefix + max suffix`` over the prefixes that are still ``>=
+    key_from``. Kafka's ``OrderedBytes.upperRange`` approximates the same bound assuming keys of
+    at least one byte and timestamps below ``0x7f00...``; this bound holds for every key. The
+    scan is only narrowed by it: every session read is still checked against the query.
+    """
+    if key_to is None:
+        return None
+    best = key_to + _MAX_SUFFIX
+    for size in range(len(key_to)):
+        prefix = key_to[:size]
+        if key_from is not None and prefix < key_from:
+            continue
+        candidate = prefix + _MAX_SUFFIX
+        if candidate > best:
+            best = candidate
+    return best
+
+
+def single_key_bounds(key: bytes) -> tuple[bytes, bytes]:
+    """The inclusive binary range holding every session of exactly ``key``."""
+    return key + _MIN_SUFFIX, key + _MAX_SUFFIX
+
+
+def encode_with_headers_value(value: bytes, headers: Headers) -> bytes:
+    """``[varint headersSize][headers][aggregate]`` (``AggregationWithHeadersSerializer``)."""
+    return encode_with_headers(headers, value)
+
+
+def decode_with_headers_value(raw: bytes) -> ValueAndHeaders[bytes]:
+    """Parse a header-aware stored value into ``ValueAndHeaders(aggregate, headers)``.
+
+    Raises:
+        CorruptDataError: the bytes do not follow the layout.
+    """
+    headers, payload = decode_with_headers(raw)
+    return ValueAndHeaders(payload, headers)
+
+
+def convert_plain_value(plain: bytes) -> bytes:
+    """A legacy plain aggregate in the header-aware layout with empty headers (Kafka's
+    ``HeadersBytesStore.convertToHeaderFormat``): ``v -> 00 + v``."""
+    return convert_to_header_format(plain)
+
+
+__all__ = [
+    "MAX_LONG",
+    "MIN_LONG",
+    "SESSION_HEADERS_CF",
+    "SESSION_PLAIN_CF",
+    "SUFFIX_SIZE",
+    "TIMESTAMP_SIZE",
+    "convert_plain_value",
+    "decode_session_key",
+    "decode_session_key_column",
+    "decode_with_headers_value",
+    "encode_session_key",
+    "encode_with_headers_value",
+    "lower_bound",
+    "session_end",
+    "session_key_suffixes",
+    "single_key_bounds",
+    "upper_bound",
+]

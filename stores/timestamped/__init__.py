@@ -1,0 +1,1 @@
+"""``timestamped``: Kafka's ``TimestampedKeyValueStore[WithHeaders]`` (KIP-258, KIP-1271)."""

@@ -1,0 +1,1 @@
+"""``window``: Kafka's ``[Timestamped]WindowStore[WithHeaders]``."""
