@@ -25,16 +25,20 @@ import pyarrow.compute as pc
 from catalog import faults
 from catalog.caches.partitions import Columnar, PartitionCache, default_cache_root
 from catalog.kinds import HEADERS, Layout, Scan, kind_of
-from catalog.log.changelog import CHANGELOG_DIR
 from catalog.log.commits import (
-    COMMITS_DIR,
     ChangelogFile,
     CommitLog,
     CommitRecord,
     Txn,
     record_name,
 )
-from catalog.log.paths import check_store_name, check_write_id
+from catalog.log.paths import (
+    ABORTED_DIR,
+    CHANGELOG_DIR,
+    COMMITS_DIR,
+    check_store_name,
+    check_write_id,
+)
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from catalog.operations.compaction import COMPACT_AFTER_FILES
@@ -54,7 +58,6 @@ if TYPE_CHECKING:
     from catalog.operations.maintenance import VacuumReport
     from catalog.operations.query import StateQueryRequest, StateQueryResult
 
-ABORTED_DIR = "aborted"
 DEFAULT_ROOT = "./state-warehouse"
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 #: ``Catalog.stores_table``'s columns.

@@ -47,6 +47,7 @@ import xxhash
 
 from catalog import faults
 from catalog.kinds import kind_of
+from catalog.log import durable
 from catalog.log.changelog import read_changelog
 from catalog.log.commits import CommitLog, CommitRecord, RestorePlan
 from catalog.log.spec import StoreSpec
@@ -107,7 +108,7 @@ class PartitionCache:
     @contextlib.contextmanager
     def _lock(self, exclusive: bool, *, wait: bool = True) -> Iterator[None]:
         """Hold the partition's ``flock``; raises BlockingIOError if busy and not ``wait``."""
-        _makedirs(os.path.dirname(self.path))
+        durable.makedirs(os.path.dirname(self.path))
         with open(self.path + ".lock", "a+b") as handle:
             mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
             fcntl.flock(handle, mode if wait else mode | fcntl.LOCK_NB)
@@ -182,7 +183,7 @@ class PartitionCache:
             return 0
         fresh = not os.path.isdir(path)  # made here: empty, no earlier build's leftovers
         if fresh:
-            _makedirs(path)
+            durable.makedirs(path)
         tx = self._open_transactional(path)
         try:
             applied = tx.committed_offset() or 0
@@ -274,7 +275,7 @@ class PartitionCache:
         """Close ``tx`` and open an empty database in its place (for SST ingest)."""
         tx.close()
         shutil.rmtree(path, ignore_errors=True)
-        _makedirs(path)
+        durable.makedirs(path)
         return self._open_transactional(path)
 
     # -- reading -------------------------------------------------------------------------------
@@ -355,7 +356,7 @@ class PartitionCache:
         if computed is not None:
             yield from computed
             return
-        _makedirs(os.path.dirname(self.path))
+        durable.makedirs(os.path.dirname(self.path))
         tmp = os.path.join(os.path.dirname(self.path), f"scan-{uuid.uuid4().hex}.arrow")
         try:
             self._repairing(lambda: self._scan_to(tmp, target, scan, schema))
@@ -412,7 +413,7 @@ class PartitionCache:
                 yield from _read_batches(kept)
             return
         # Written beside the cache, not in ``.scans``, which a catch-up may clear meanwhile.
-        _makedirs(os.path.dirname(self.path))
+        durable.makedirs(os.path.dirname(self.path))
         tmp = os.path.join(os.path.dirname(self.path), f"scan-{uuid.uuid4().hex}.tmp")
         try:
             batches = None if columnar is None else self._columnar_batches(target, columnar)
@@ -564,7 +565,7 @@ def _seal(tmp: str, path: str) -> None:
     checksum = _sum_of(tmp)
     with open(tmp + _SUM, "w") as f:
         f.write(checksum)
-    _makedirs(os.path.dirname(path))
+    durable.makedirs(os.path.dirname(path))
     os.replace(tmp, path)
     os.replace(tmp + _SUM, path + _SUM)
 
@@ -577,29 +578,6 @@ def _drop_older_scans(path: str) -> None:
         if entry.split(".")[0] < name.split(".")[0]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(folder, entry))
-
-
-def _makedirs(path: str) -> None:
-    """Create a directory and its parents, each new entry fsynced into its parent."""
-    missing = []
-    probe = path
-    while probe and not os.path.isdir(probe):
-        missing.append(probe)
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            break
-        probe = parent
-    os.makedirs(path, exist_ok=True)
-    for created in reversed(missing):
-        _fsync_dir(os.path.dirname(created))
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _slices(keys: pa.Array, values: pa.Array, rows: int = 1 << 16) -> Iterator[tuple[pa.Array, pa.Array]]:

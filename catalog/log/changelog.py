@@ -38,8 +38,6 @@ from catalog.log.paths import is_task_changelog, task_changelog_path
 from catalog.log.storage import Storage
 from stores.errors import CorruptDataError
 
-CHANGELOG_DIR = "changelog"
-
 #: How changelog and snapshot files are written (see the module doc).
 IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 #: Rows per record batch of a changelog or snapshot file (at most). A read takes a partition's

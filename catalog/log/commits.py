@@ -64,7 +64,7 @@ from itertools import pairwise
 from typing import Any
 
 from catalog import faults
-from catalog.log.paths import check_changelog_path, check_store_id
+from catalog.log.paths import COMMITS_DIR, check_changelog_path, check_store_id
 from catalog.log.storage import Storage
 from stores.errors import (
     CommitConflictError,
@@ -74,7 +74,6 @@ from stores.errors import (
     StoreNotFoundError,
 )
 
-COMMITS_DIR = "commits"
 #: The commit record format written: 3 lists pieces of files (``offset``); 2 (still read)
 #: listed whole files. A release that knows only 2 refuses a log with records of 3.
 FORMAT = 3

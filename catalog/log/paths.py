@@ -20,6 +20,14 @@ import re
 
 from stores.errors import CorruptDataError, InvalidOptionError
 
+#: The folders of a store (``<root>/<store>/<folder>``); every module names them from here.
+COMMITS_DIR = "commits"
+CHANGELOG_DIR = "changelog"
+#: Inside ``CHANGELOG_DIR``: writer tasks' files (earlier releases kept a folder per partition).
+TASKS_DIR = "tasks"
+SNAPSHOT_DIR = "snapshot"
+ABORTED_DIR = "aborted"
+
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
 _STORE_ID = re.compile(r"[0-9a-f]{32}")
 _WRITE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -28,7 +36,6 @@ _CHANGELOG = re.compile(r"changelog/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
 #: A writer task's file: its rows of every partition, one Arrow IPC file per partition back to
 #: back; a commit record lists each piece with its offset (``catalog.log.changelog``).
 _TASK_CHANGELOG = re.compile(r"changelog/tasks/([A-Za-z0-9_-]{1,300})\.arrow")
-SNAPSHOT_DIR = "snapshot"
 _SNAPSHOT = re.compile(r"snapshot/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
 
 
@@ -78,7 +85,7 @@ def check_write_id(write_id: str) -> str:
 def task_changelog_path(name: str) -> str:
     """The path, relative to a store's directory, of a writer task's changelog file (the rows
     of every partition it staged)."""
-    path = f"changelog/tasks/{name}.arrow"
+    path = f"{CHANGELOG_DIR}/{TASKS_DIR}/{name}.arrow"
     if not _TASK_CHANGELOG.fullmatch(path):
         raise InvalidOptionError(f"changelog file name {name!r} is not valid")
     return path

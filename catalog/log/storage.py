@@ -32,6 +32,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from catalog import faults
+from catalog.log import durable
 from stores.errors import InvalidOptionError
 
 
@@ -188,7 +189,7 @@ class Storage:
         self.makedirs(posixpath.dirname(target))
         if isinstance(self.fs, LocalFileSystem):
             os.replace(_durable_temp_copy(target, data), target)
-            _fsync_dir(posixpath.dirname(target))  # the new name survives a power loss too
+            durable.fsync_dir(posixpath.dirname(target))  # the new name survives a power loss too
         else:
             self.fs.pipe_file(target, data)
 
@@ -205,7 +206,7 @@ class Storage:
                 return False
             finally:
                 os.unlink(tmp)
-            _fsync_dir(posixpath.dirname(target))
+            durable.fsync_dir(posixpath.dirname(target))
             return True
         self.require_atomic_commit()
         if self.backend == "s3":
@@ -294,17 +295,7 @@ class Storage:
         if not isinstance(self.fs, LocalFileSystem):
             self.fs.makedirs(target, exist_ok=True)
             return
-        missing = []
-        probe = target
-        while probe and not os.path.isdir(probe):
-            missing.append(probe)
-            parent = os.path.dirname(probe)
-            if parent == probe:
-                break
-            probe = parent
-        os.makedirs(target, exist_ok=True)
-        for created in reversed(missing):
-            _fsync_dir(os.path.dirname(created))
+        durable.makedirs(target)
 
 
 def _modified_seconds(info: dict[str, Any]) -> float:
@@ -334,10 +325,3 @@ def _durable_temp_copy(target: str, data: bytes) -> str:
         os.fsync(f.fileno())
     return tmp
 
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

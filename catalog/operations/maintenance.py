@@ -33,10 +33,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from catalog import faults
-from catalog.catalog import ABORTED_DIR
-from catalog.log.changelog import CHANGELOG_DIR
-from catalog.log.commits import COMMITS_DIR, CommitLog, record_name
-from catalog.log.paths import SNAPSHOT_DIR, check_store_name
+from catalog.log.commits import CommitLog, record_name
+from catalog.log.paths import (
+    ABORTED_DIR,
+    CHANGELOG_DIR,
+    COMMITS_DIR,
+    SNAPSHOT_DIR,
+    check_store_name,
+)
 from catalog.log.storage import Storage
 from stores.errors import InvalidOptionError, StoreNotFoundError
 

@@ -379,7 +379,7 @@ def test_a_half_read_partition_blocks_no_other_reader(catalog: Catalog) -> None:
 def test_a_commit_whose_record_landed_before_an_error_is_kept(
     catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import catalog.log.storage as storage_module
+    from catalog.log import durable
 
     table = catalog.create_store("kv", "keyvalue", "long", "long")
     files = table.stage(pa.array([1]), pa.array([1]), None)
@@ -387,7 +387,7 @@ def test_a_commit_whose_record_landed_before_an_error_is_kept(
     def failing_fsync(path: str) -> None:
         raise OSError("disk went away after the link")
 
-    monkeypatch.setattr(storage_module, "_fsync_dir", failing_fsync)
+    monkeypatch.setattr(durable, "fsync_dir", failing_fsync)
     record = table.commit(files)
     monkeypatch.undo()
     assert record is not None and record.id == 2 and table.to_arrow().to_pylist() == [{"key": 1, "value": 1}]

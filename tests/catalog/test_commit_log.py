@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog, StoreTable, faults
-from catalog.log.commits import COMMITS_DIR, CommitLog, Txn, record_name, seal
+from catalog.log.commits import CommitLog, Txn, record_name, seal
+from catalog.log.paths import COMMITS_DIR
 from stores.errors import (
     CorruptDataError,
     InvalidOptionError,
