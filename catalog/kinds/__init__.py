@@ -23,12 +23,14 @@ import difflib
 from catalog.kinds._base import (
     BATCH_ROWS,
     HEADERS,
+    KINDS,
     Layout,
     Param,
     Runs,
     Scan,
     StoreKind,
     TimeColumn,
+    all_params,
     last_per_key,
 )
 from catalog.kinds.keyvalue import KEYVALUE
@@ -37,8 +39,6 @@ from catalog.kinds.timestamped import TIMESTAMPED
 from catalog.kinds.versioned import VERSIONED
 from catalog.kinds.window import WINDOW
 from stores.errors import InvalidOptionError
-
-KINDS: dict[str, StoreKind] = {}
 
 
 def register(kind: StoreKind) -> StoreKind:
@@ -80,15 +80,6 @@ def kind_of(name: str) -> StoreKind:
             f"option 'kind' is {name!r}{hint} Accepted: {' | '.join(KINDS)}",
             code="UNKNOWN_KIND",
         ) from None
-
-
-def all_params() -> tuple[Param, ...]:
-    """Every kind's parameters, each once (by key), in the order the kinds declare them."""
-    seen: dict[str, Param] = {}
-    for kind in KINDS.values():
-        for param in kind.params:
-            seen.setdefault(param.key, param)
-    return tuple(seen.values())
 
 
 def option_names() -> dict[str, str]:

@@ -240,10 +240,22 @@ class StoreKind(ABC):
         return None
 
 
+#: Every registered kind by name (``catalog.kinds.register`` adds them): kept here, beside
+#: ``StoreKind``, because a kind's ``make_params`` names other kinds' options in its messages.
+KINDS: dict[str, StoreKind] = {}
+
+
+def all_params() -> tuple[Param, ...]:
+    """Every kind's parameters, each once (by key), in the order the kinds declare them."""
+    seen: dict[str, Param] = {}
+    for kind in KINDS.values():
+        for param in kind.params:
+            seen.setdefault(param.key, param)
+    return tuple(seen.values())
+
+
 def option_name(key: str) -> str:
     """The option that sets parameter ``key`` in any kind (the key itself if none does)."""
-    from catalog.kinds import all_params
-
     return next((p.option for p in all_params() if p.key == key), key)
 
 
