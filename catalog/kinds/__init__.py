@@ -1,7 +1,8 @@
-"""Store kinds: each one class in its own module, the one place that decides how a store of
-that kind is configured, stacked, fed and scanned (``_base.StoreKind``). The rest of the
-catalog and the connector look kinds up here and know none by name: the connector's creation
-options are the kinds' parameters (``all_params``). Adding a kind is one module and one
+"""Store kinds: each one class in its own module, declaring the kind's parameters, their
+checks, and its engine (``_base.StoreKind``); the engine, in ``stores.<kind>.engine``, builds,
+feeds and reads the kind's stores (``stores.engine.StoreEngine``). The rest of the catalog and
+the connector look kinds up here and know none by name: the connector's creation options are
+the kinds' parameters (``all_params``). Adding a kind is one engine, one module here and one
 ``register`` call.
 
 | kind          | module          | Kafka store (by params)                       | time columns written / read |
@@ -20,24 +21,25 @@ from __future__ import annotations
 
 import difflib
 
-from catalog.kinds._base import (
-    BATCH_ROWS,
-    HEADERS,
-    KINDS,
-    Layout,
-    Param,
-    Runs,
-    Scan,
-    StoreKind,
-    TimeColumn,
-    all_params,
-    last_per_key,
-)
+from catalog.kinds._base import KINDS, Param, StoreKind, all_params
 from catalog.kinds.keyvalue import KEYVALUE
 from catalog.kinds.session import SESSION
 from catalog.kinds.timestamped import TIMESTAMPED
 from catalog.kinds.versioned import VERSIONED
 from catalog.kinds.window import WINDOW
+from stores.engine import (
+    BATCH_ROWS,
+    HEADERS,
+    STORE_MUST_ANSWER,
+    Layout,
+    Rows,
+    Runs,
+    Scan,
+    StoreEngine,
+    StoreMustAnswer,
+    TimeColumn,
+    last_per_key,
+)
 from stores.errors import InvalidOptionError
 
 
@@ -97,14 +99,18 @@ __all__ = [
     "KINDS",
     "OPTION_NAMES",
     "SESSION",
+    "STORE_MUST_ANSWER",
     "TIMESTAMPED",
     "VERSIONED",
     "WINDOW",
     "Layout",
     "Param",
+    "Rows",
     "Runs",
     "Scan",
+    "StoreEngine",
     "StoreKind",
+    "StoreMustAnswer",
     "TimeColumn",
     "all_params",
     "kind_of",
