@@ -20,8 +20,18 @@ changelog files and raw scans, ``array<struct<key: string, value: binary>>`` whe
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
+from typing import Any
 
-from catalog.kinds._base import KINDS, Param, StoreKind, all_params
+from catalog.kinds._base import (
+    HEADERS_PARAM,
+    KINDS,
+    Param,
+    ReadParam,
+    StoreKind,
+    all_params,
+    all_read_params,
+)
 from catalog.kinds.keyvalue import KEYVALUE
 from catalog.kinds.session import SESSION
 from catalog.kinds.timestamped import TIMESTAMPED
@@ -59,12 +69,21 @@ def register(kind: StoreKind) -> StoreKind:
                 f"kind {kind.name!r} declares parameter {param.key!r} as option "
                 f"{param.option!r} ({param.type}); another kind has {other.option!r} ({other.type})"
             )
+    reads = {p.option: p for k in KINDS.values() for p in k.read_params}
+    for read in kind.read_params:
+        if reads.get(read.option, read) != read:
+            raise InvalidOptionError(
+                f"kind {kind.name!r} declares read option {read.option!r} unlike another kind"
+            )
     KINDS[kind.name] = kind
     return kind
 
 
 for _kind in (KEYVALUE, TIMESTAMPED, VERSIONED, WINDOW, SESSION):
     register(_kind)
+
+#: The kind of a store that a write creates without option ``kind``.
+DEFAULT_KIND = KEYVALUE.name
 
 
 def kind_of(name: str) -> StoreKind:
@@ -84,6 +103,43 @@ def kind_of(name: str) -> StoreKind:
         ) from None
 
 
+def check_reads(reads: Mapping[str, Any]) -> None:
+    """Refuse read options given in a combination that asks for nothing (``reads``: the
+    kinds' read options given, parsed, by option name; see ``StoreKind.check_reads``).
+
+    Raises:
+        InvalidOptionError: names the options and what to give instead.
+    """
+    for kind in KINDS.values():
+        kind.check_reads(reads)
+
+
+def read_scan(reads: Mapping[str, Any]) -> Scan:
+    """What a read with the kinds' read options ``reads`` (parsed, by option name) asks of a
+    partition. Each kind sets the fields its own options ask for (``StoreKind.scan_fields``);
+    a field a kind registered earlier set is kept, so a history read's record-time bounds
+    are not taken for a window start range.
+
+    Raises:
+        InvalidOptionError: options that contradict each other.
+    """
+    fields: dict[str, Any] = {}
+    for kind in KINDS.values():
+        for name, value in kind.scan_fields(reads).items():
+            fields.setdefault(name, value)
+    return Scan(**fields)
+
+
+def write_time_columns() -> list[str]:
+    """The first time column a write of each kind takes, each once (for messages)."""
+    names: dict[str, None] = {}
+    for kind in KINDS.values():
+        times = kind.layout({}).write_times
+        if times:
+            names.setdefault(times[0].name)
+    return list(names)
+
+
 def option_names() -> dict[str, str]:
     """The option that sets each parameter key, for messages."""
     return {p.key: p.option for p in all_params()}
@@ -94,7 +150,9 @@ OPTION_NAMES = option_names()
 
 __all__ = [
     "BATCH_ROWS",
+    "DEFAULT_KIND",
     "HEADERS",
+    "HEADERS_PARAM",
     "KEYVALUE",
     "KINDS",
     "OPTION_NAMES",
@@ -105,6 +163,7 @@ __all__ = [
     "WINDOW",
     "Layout",
     "Param",
+    "ReadParam",
     "Rows",
     "Runs",
     "Scan",
@@ -113,8 +172,12 @@ __all__ = [
     "StoreMustAnswer",
     "TimeColumn",
     "all_params",
+    "all_read_params",
+    "check_reads",
     "kind_of",
     "last_per_key",
     "option_names",
+    "read_scan",
     "register",
+    "write_time_columns",
 ]

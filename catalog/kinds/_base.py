@@ -1,12 +1,12 @@
-"""What every store kind is: its parameters (``Param``), their checks, and the link to its
-engine (``stores.engine.StoreEngine``: how its stores are built, fed and read). One subclass
-per kind, one module each; the registry in ``catalog.kinds`` lists them, and the connector
-derives its options from their parameters.
+"""What every store kind is: its parameters (``Param``) and read options (``ReadParam``), their
+checks, and the link to its engine (``stores.engine.StoreEngine``: how its stores are built, fed
+and read). One subclass per kind, one module each; the registry in ``catalog.kinds`` lists
+them, and the connector derives its creation and read options from them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -31,6 +31,30 @@ class Param:
     example: str = ""
     #: What else the parameter means, for the message that asks for it.
     note: str = ""
+    #: Parameters whose value sets this one's default: a store whose spec is replaced with
+    #: one of them given, and this one not, derives this one again (``replaced_params``).
+    default_from: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReadParam:
+    """One read option of a kind (Spark's spelling), and how its string is read: an
+    ``instant`` (epoch ms, or ISO-8601 with a zone), or a ``choice`` of ``choices`` (the first
+    the default; ``choices_note`` says what each means, for the message refusing another)."""
+
+    option: str
+    type: Literal["instant", "choice"]
+    choices: tuple[str, ...] = ()
+    choices_note: str = ""
+    #: It picks the instant a read sees, as ``versionAsOf`` picks the commit: a change feed,
+    #: which reads a range of commits, refuses it.
+    picks_instant: bool = False
+    #: A write given it fails ("applies to reads only"); False where writes ignore it.
+    refused_by_writes: bool = True
+
+
+#: Whether a store keeps record headers (KIP-1271), for the kinds whose Kafka stores have them.
+HEADERS_PARAM = Param("headers", "headers", "boolean")
 
 
 class StoreKind:
@@ -44,6 +68,9 @@ class StoreKind:
 
     name: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
+    #: The options of a read that this kind takes (``check_reads`` and ``scan_fields`` read
+    #: them; the connector parses them as declared).
+    read_params: ClassVar[tuple[ReadParam, ...]] = ()
     engine: ClassVar[StoreEngine]
     #: Reads as of a record time (``asOfTimestamp``) and whole histories (``versions``).
     supports_as_of: ClassVar[bool] = False
@@ -94,6 +121,39 @@ class StoreKind:
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
         """The parameters with defaults filled in, checked against each other."""
         return {p.key: bool(given.get(p.key)) for p in self.params if p.type == "boolean"}
+
+    def replaced_params(self, current: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+        """The parameters of a store of this kind whose spec is replaced: ``current``, with
+        those ``given`` instead; one whose default derives from a given one (``default_from``)
+        and that is not given itself is derived again (by ``make_params``)."""
+        params = {k: v for k, v in current.items() if v is not None}
+        for param in self.params:
+            if param.key not in given and given.keys() & set(param.default_from):
+                params.pop(param.key, None)
+        params.update(given)
+        return params
+
+    def check_reads(self, reads: Mapping[str, Any]) -> None:
+        """Refuse this kind's read options given in a combination that asks for nothing
+        (``reads``: every kind's read options given, parsed, by option name)."""
+
+    def scan_fields(self, reads: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``Scan`` fields this kind's read options ask for (see ``read_scan``).
+
+        Raises:
+            InvalidOptionError: options of this kind that contradict each other.
+        """
+        return {}
+
+    def check_write(
+        self, columns: Mapping[str, pa.Array], params: dict[str, Any], store: str
+    ) -> None:
+        """Refuse a write whose derived columns (``Layout.derived``, given alongside the time
+        columns they derive from, all as epoch ms in ``columns``) disagree with them.
+
+        Raises:
+            InvalidOptionError: a derived column that does not match.
+        """
 
     # The engine's side, as the catalog calls it.
 
@@ -159,6 +219,15 @@ def all_params() -> tuple[Param, ...]:
     for kind in KINDS.values():
         for param in kind.params:
             seen.setdefault(param.key, param)
+    return tuple(seen.values())
+
+
+def all_read_params() -> tuple[ReadParam, ...]:
+    """Every kind's read options, each once, in the order the kinds declare them."""
+    seen: dict[str, ReadParam] = {}
+    for kind in KINDS.values():
+        for param in kind.read_params:
+            seen.setdefault(param.option, param)
     return tuple(seen.values())
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from catalog.kinds._base import Param, segment_interval
-from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
+from catalog.kinds._base import HEADERS_PARAM, Param, segment_interval
+from catalog.kinds._spans import RETENTION, SEGMENT_INTERVAL, SpanKind
 from stores.engine import StoreEngine
 from stores.session.engine import SESSION_ENGINE
 from stores.session.store import default_segment_interval_ms

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from catalog.kinds._base import Param, StoreKind
+from catalog.kinds._base import HEADERS_PARAM, Param, StoreKind
 from stores.engine import StoreEngine
 from stores.timestamped.engine import TIMESTAMPED_ENGINE
-
-HEADERS_PARAM = Param("headers", "headers", "boolean")
 
 
 class TimestampedKind(StoreKind):

@@ -3,10 +3,14 @@ start, kept for ``retention``, optionally every put (``retainDuplicates``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from catalog.kinds._base import Param, segment_interval
-from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from catalog.kinds._base import HEADERS_PARAM, Param, segment_interval
+from catalog.kinds._spans import RETENTION, SEGMENT_INTERVAL, SpanKind
 from stores.engine import StoreEngine
 from stores.errors import InvalidOptionError
 from stores.window.engine import WINDOW_ENGINE
@@ -44,6 +48,21 @@ class WindowKind(SpanKind):
             "timestamped": bool(given.get("timestamped")),
             "headers": bool(given.get("headers")),
         }
+
+    def check_write(
+        self, columns: Mapping[str, pa.Array], params: dict[str, Any], store: str
+    ) -> None:
+        if "window_end" not in columns:
+            return
+        size = params["window_size_ms"]
+        ends = pc.add(columns["window_start"], size)
+        wrong = pc.invert(pc.fill_null(pc.equal(columns["window_end"], ends), False))
+        if pc.any(wrong).as_py():
+            raise InvalidOptionError(
+                f"column 'window_end' must be window_start + windowSize ({size} ms) in every "
+                f"row of store {store!r}; drop the column or fix it",
+                code="INVALID_WINDOW",
+            )
 
 
 WINDOW = WindowKind()
