@@ -2,8 +2,9 @@
 checks, and its engine (``_base.StoreKind``); the engine, in ``stores.<kind>.engine``, builds,
 feeds and reads the kind's stores (``stores.engine.StoreEngine``). The rest of the catalog and
 the connector look kinds up here and know none by name: the connector's creation options are
-the kinds' parameters (``all_params``). Adding a kind is one engine, one module here and one
-``register`` call.
+the kinds' parameters (``all_params``), its read options the kinds' read options
+(``all_read_params``, checked by ``check_reads`` and turned into a ``Scan`` by ``read_scan``).
+Adding a kind is one engine, one module here and one ``register`` call.
 
 | kind          | module          | Kafka store (by params)                       | time columns written / read |
 |---------------|-----------------|-----------------------------------------------|-----------------------------|
