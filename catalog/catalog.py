@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from catalog import faults
 from catalog.caches.partitions import Columnar, PartitionCache, default_cache_root
-from catalog.kinds import HEADERS, Layout, Scan, kind_of
+from catalog.kinds import HEADERS, STORE_MUST_ANSWER, Layout, Scan, kind_of
 from catalog.log.commits import (
     ChangelogFile,
     CommitLog,
@@ -751,7 +751,7 @@ class StoreTable:
 
     def _columnar(self, scan: Scan) -> Columnar | None:
         """The kind's column-only ``scan``, as typed batches (see ``PartitionCache.read``)."""
-        scan_columns = self.kind.scan_columns  # None from it: the store answers
+        scan_columns = self.kind.scan_columns
         typed = self._typed()
         raw_schema = self.layout.raw_schema()
         params = self.spec.params
@@ -760,7 +760,7 @@ class StoreTable:
             runs: dict[str, tuple[pa.Array, pa.Array]], commits: list[pa.Table]
         ) -> Iterator[pa.RecordBatch] | None:
             result = scan_columns(runs, commits, params, scan)
-            if result is None:
+            if result is STORE_MUST_ANSWER:
                 return None
             return (
                 typed(batch.cast(raw_schema))

@@ -112,16 +112,12 @@ class ChangeFeedReader(DataSourceReader):
         Raises:
             InvalidOptionError: a bad range, or a read option that does not apply.
         """
-        for name, value in (
-            ("asOfTimestamp", options.as_of_ms),
-            ("versionAsOf", options.version_as_of),
-            ("timestampAsOf", options.timestamp_as_of_ms),
-        ):
-            if value is not None:
-                raise InvalidOptionError(
-                    f"option {name!r} does not apply to a change feed, which reads commits "
-                    "'startingVersion' to 'endingVersion'"
-                )
+        refused = options.instant_options()
+        if refused:
+            raise InvalidOptionError(
+                f"option {refused[0]!r} does not apply to a change feed, which reads commits "
+                "'startingVersion' to 'endingVersion'"
+            )
         table, start, end = change_feed_table(options)
         return cls(table.catalog.root, table.spec, start, end)
 

@@ -3,6 +3,11 @@
 Spark hands a data source a case-insensitive map of strings (lower-cased keys when they come
 through SQL ``WITH (...)``). ``StoreOptions.parse`` validates all of it; nothing else reads raw
 options.
+
+The connector knows no store kind by name: the options that shape a new store are the kinds'
+parameters (``catalog.kinds.all_params``), and the options that shape a read of one kind are
+that kind's read options (``catalog.kinds.all_read_params``), each parsed as its kind declares
+it and checked by its kind (``check_reads``, ``read_scan``).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from catalog.kinds import Scan, all_params
+from catalog.kinds import ReadParam, Scan, all_params, all_read_params, check_reads, read_scan
 from catalog.log.paths import check_store_name
 from stores.errors import InvalidOptionError
 from stores.time import parse_duration_ms, parse_instant_ms
@@ -22,17 +27,18 @@ PARAM_OF_OPTION = {p.option: p.key for p in all_params()}
 _PARAM_TYPE = {p.option: p.type for p in all_params()}
 #: Options that shape a store when a write creates it.
 CREATION_OPTIONS = ("kind", "numPartitions", *PARAM_OF_OPTION)
+#: The kinds' read options (each kind declares its own), by option name.
+READ_PARAMS: dict[str, ReadParam] = {p.option: p for p in all_read_params()}
+#: Options that pick the commit a read sees (any kind's store).
+COMMIT_OPTIONS = ("versionAsOf", "timestampAsOf")
 #: Every option the connector accepts, in its documented spelling.
 OPTIONS = (
     "store",
     "path",
     "root",
     *CREATION_OPTIONS,
-    "asOfTimestamp",
-    "versionAsOf",
-    "timestampAsOf",
-    "windowStartFrom",
-    "windowStartTo",
+    *READ_PARAMS,
+    *COMMIT_OPTIONS,
     "txnAppId",
     "txnVersion",
     "singleWriter",
@@ -47,9 +53,6 @@ OPTIONS = (
     "maxRowsPerTrigger",
     "maxCommitsPerTrigger",
     "list",
-    "versions",
-    "fromTimestamp",
-    "toTimestamp",
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
 #: Properties of a catalog table (Spark's reserved table properties), which Spark hands a Python
@@ -77,7 +80,9 @@ class StoreOptions:
     num_partitions: int | None = None
     #: The kind parameters given, keyed as ``StoreSpec.params`` (parsed as each declares).
     params: Mapping[str, int | bool] = field(default_factory=dict)
-    as_of_ms: int | None = None
+    #: The kinds' read options given, by option name (parsed as each declares: instants in
+    #: epoch ms, choices lower-cased).
+    reads: Mapping[str, int | str] = field(default_factory=dict)
     version_as_of: int | None = None
     read_history: bool = False
     read_change_feed: bool = False
@@ -88,12 +93,7 @@ class StoreOptions:
     max_rows_per_trigger: int | None = None
     max_commits_per_trigger: int | None = None
     list_what: str | None = None  # "stores": the warehouse's stores as a table
-    all_versions: bool = False
-    from_timestamp_ms: int | None = None
-    to_timestamp_ms: int | None = None
     timestamp_as_of_ms: int | None = None
-    window_start_from_ms: int | None = None
-    window_start_to_ms: int | None = None
     txn_app_id: str | None = None
     txn_version: int | None = None
     single_writer: bool = False
@@ -146,7 +146,7 @@ class StoreOptions:
             kind=given["kind"].strip().lower() if "kind" in given else None,
             num_partitions=_positive_int(given, "numPartitions"),
             params=_params(given),
-            as_of_ms=_instant(given, "asOfTimestamp"),
+            reads=_reads(given),
             version_as_of=_version(given),
             read_history=bool(_boolean(given, "readHistory")),
             read_change_feed=bool(_boolean(given, "readChangeFeed")),
@@ -157,12 +157,7 @@ class StoreOptions:
             max_rows_per_trigger=_positive_int(given, "maxRowsPerTrigger"),
             max_commits_per_trigger=_positive_int(given, "maxCommitsPerTrigger"),
             list_what=_list_what(given),
-            all_versions=_versions(given),
-            from_timestamp_ms=_instant(given, "fromTimestamp"),
-            to_timestamp_ms=_instant(given, "toTimestamp"),
             timestamp_as_of_ms=_instant(given, "timestampAsOf"),
-            window_start_from_ms=_instant(given, "windowStartFrom"),
-            window_start_to_ms=_instant(given, "windowStartTo"),
             txn_app_id=_txn_app_id(given, streaming),
             txn_version=_whole(given, "txnVersion"),
             single_writer=bool(_boolean(given, "singleWriter")),
@@ -182,25 +177,28 @@ class StoreOptions:
         return self.params.get(PARAM_OF_OPTION[option])
 
     def scan(self) -> Scan:
-        """What a read asks for (see ``catalog.kinds.Scan``).
+        """What a read asks for (see ``catalog.kinds.Scan``), as the kinds read their options.
 
         Raises:
-            InvalidOptionError: ``windowStartFrom`` is after ``windowStartTo``.
+            InvalidOptionError: read options that contradict each other (a range whose start
+                is after its end).
         """
-        low, high = self.window_start_from_ms, self.window_start_to_ms
-        if low is not None and high is not None and low > high:
-            raise InvalidOptionError(
-                f"option 'windowStartFrom' ({low} ms) is after option 'windowStartTo' "
-                f"({high} ms); give a range with from <= to"
-            )
-        if self.all_versions:
-            return Scan(
-                as_of=self.as_of_ms,
-                time_from=self.from_timestamp_ms,
-                time_to=self.to_timestamp_ms,
-                all_versions=True,
-            )
-        return Scan(as_of=self.as_of_ms, time_from=low, time_to=high)
+        return read_scan(self.reads)
+
+    def reads_only(self) -> list[str]:
+        """The options given that apply to reads only (a write refuses them)."""
+        kinds = [o for o in self.reads if READ_PARAMS[o].refused_by_writes]
+        return kinds + self._commit_options()
+
+    def instant_options(self) -> list[str]:
+        """The options given that pick the instant or the commit a read sees (a change feed,
+        which reads a range of commits, refuses them)."""
+        kinds = [o for o in self.reads if READ_PARAMS[o].picks_instant]
+        return kinds + self._commit_options()
+
+    def _commit_options(self) -> list[str]:
+        values = (self.version_as_of, self.timestamp_as_of_ms)
+        return [o for o, v in zip(COMMIT_OPTIONS, values, strict=True) if v is not None]
 
 
 def _params(given: dict[str, str]) -> dict[str, int | bool]:
@@ -233,21 +231,31 @@ def _txn_app_id(given: dict[str, str], streaming: bool) -> str | None:
     return app_id
 
 
-def _versions(given: dict[str, str]) -> bool:
-    value = given.get("versions", "latest").strip().lower()
-    if value not in ("latest", "all"):
-        close = difflib.get_close_matches(value, ["latest", "all"], n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise InvalidOptionError(
-            f"option 'versions' is {given['versions']!r}{hint} Accepted: 'latest' (one row per "
-            "key, the default) or 'all' (every version, versioned stores)"
-        )
-    if value == "latest" and ("fromTimestamp" in given or "toTimestamp" in given):
-        raise InvalidOptionError(
-            "options 'fromTimestamp' / 'toTimestamp' bound a history read: add "
-            "option 'versions' = 'all' (for one instant, use 'asOfTimestamp')"
-        )
-    return value == "all"
+def _reads(given: dict[str, str]) -> dict[str, int | str]:
+    """The kinds' read options given, each read as its kind declares it, checked together.
+
+    Raises:
+        InvalidOptionError: a value that does not parse, or is not one of a choice's (naming
+            the closest), or options that ask for nothing together (``check_reads``).
+    """
+    reads: dict[str, int | str] = {}
+    for option, param in READ_PARAMS.items():
+        if option not in given:
+            continue
+        instant = _instant(given, option) if param.type == "instant" else None
+        if instant is not None:
+            reads[option] = instant
+            continue
+        value = given[option].strip().lower()
+        if value not in param.choices:
+            close = difflib.get_close_matches(value, list(param.choices), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InvalidOptionError(
+                f"option {option!r} is {given[option]!r}{hint} Accepted: {param.choices_note}"
+            )
+        reads[option] = value
+    check_reads(reads)
+    return reads
 
 
 def _list_what(given: dict[str, str]) -> str | None:

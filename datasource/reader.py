@@ -49,9 +49,8 @@ class StateStoreReader(DataSourceReader):
 
         Raises:
             StoreNotFoundError: the store does not exist.
-            InvalidOptionError: ``asOfTimestamp`` on a store without history, a window start
-                range on a store without windows, or a creation option that contradicts the
-                store.
+            InvalidOptionError: a read option of another kind than the store's
+                (``StoreTable.check_scan``), or a creation option that contradicts the store.
         """
         table, version = pinned_table(options)
         check_creation_options(options, table)
@@ -169,7 +168,8 @@ def check_creation_options(options: StoreOptions, table: StoreTable) -> None:
 
 
 def _shown(option: str, value: object) -> str:
-    """An option's parsed value as a user would write it (``true``, ``3600000 ms``, ``'window'``)."""
+    """An option's parsed value as a user would write it (``true``, ``3600000 ms``, a quoted
+    kind name)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int) and option not in ("numPartitions",):

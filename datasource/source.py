@@ -31,11 +31,10 @@ class DefaultSource(DataSource):
     """Kafka-Streams-style state stores as tables: ``spark.read.format("state_store")``.
 
     Options (case-insensitive): ``store`` (or the name given to ``load``/``save``), ``root``
-    (warehouse URL, else ``$STATE_STORE_ROOT``, else ``./state-warehouse``), ``asOfTimestamp``
-    (versioned reads), ``windowStartFrom``/``windowStartTo`` (window and session reads), and,
-    when a write creates the store, ``kind`` (keyvalue, timestamped, versioned, window,
-    session), ``numPartitions``, ``historyRetention``, ``retention``, ``windowSize``,
-    ``retainDuplicates``, ``segmentInterval``, ``timestamped`` and ``headers``.
+    (warehouse URL, else ``$STATE_STORE_ROOT``, else ``./state-warehouse``), the read options
+    of the store's kind, and, when a write creates the store, ``kind``, ``numPartitions`` and
+    the kind's parameters: each kind declares its own (``catalog.kinds``; the full list is
+    ``datasource.options.OPTIONS``).
     """
 
     @classmethod

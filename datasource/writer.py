@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import (
     DataType,
@@ -20,17 +19,17 @@ from pyspark.sql.types import (
 
 from catalog import faults
 from catalog.catalog import Catalog, StoreTable
-from catalog.kinds import HEADERS
+from catalog.kinds import DEFAULT_KIND, HEADERS, HEADERS_PARAM, kind_of, write_time_columns
 from catalog.log.commits import ChangelogFile, Txn
 from catalog.log.spec import StoreSpec
 from catalog.staging import Stager
 from datasource.errors import surface_errors
+from datasource.intervals import IntervalColumns, check_across_tasks, interval_records
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
 from stores.columns.encode import binary_from
 from stores.columns.headers import headers_from_arrow
 from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
-from stores.serdes import serde_for
 from stores.types import all_nullable, describe, same_type
 
 #: Bytes of rows a task holds (staged, or a history-shaped write's rows) before it writes
@@ -57,55 +56,6 @@ def _time_type(name: str, data_type: DataType) -> bool:
     return isinstance(data_type, LongType)
 
 
-def _check_intervals_across_tasks(table: StoreTable, files: list[ChangelogFile]) -> None:
-    """A history-shaped write's intervals of one key may sit in several tasks, which checked
-    only their own: read the staged records back and refuse overlaps before the commit.
-
-    Each interval was staged as a put at ``valid_from`` and, if closed, a tombstone at
-    ``valid_to``. In time order (tombstones first at one time), a put that arrives while an
-    interval of its key is still open overlaps it.
-
-    Raises:
-        InvalidOptionError: INVALID_INTERVAL, naming the key and both start times.
-    """
-    from catalog.log.changelog import read_changelog
-
-    staged = [read_changelog(table.catalog.storage, table.spec.name, ref) for ref in files]
-    if not staged:
-        return
-    events = pa.concat_tables(staged)
-    puts = pc.is_valid(events.column("value"))
-    order = pc.sort_indices(
-        events.select(["key", "timestamp"]).append_column("put", puts),
-        sort_keys=[("key", "ascending"), ("timestamp", "ascending"), ("put", "ascending")],
-    )
-    keys = events.column("key").take(order).combine_chunks()
-    stamps = events.column("timestamp").take(order).to_numpy()
-    is_put = puts.take(order).to_numpy(zero_copy_only=False).astype(np.int64)
-    n = len(keys)
-    starts = np.ones(n, dtype=bool)
-    if n > 1:
-        starts[1:] = pc.not_equal(keys.slice(1), keys.slice(0, n - 1)).to_numpy(
-            zero_copy_only=False
-        )
-    balance = np.cumsum(np.where(is_put == 1, 1, -1))  # open intervals after each event
-    group_base = np.maximum.accumulate(np.where(starts, np.arange(n), 0))
-    before = balance - np.where(is_put == 1, 1, -1)  # open intervals before each event
-    open_before = before - np.where(group_base > 0, balance[group_base - 1], 0)
-    clash = np.flatnonzero((is_put == 1) & (open_before > 0))
-    if not len(clash):
-        return
-    i = int(clash[0])
-    earlier = int(np.flatnonzero(is_put[: i] == 1)[-1])
-    key = serde_for(table.spec.key_type, column="key").decode(keys.slice(i, 1))[0].as_py()
-    raise InvalidOptionError(
-        f"key {key!r} has overlapping intervals starting at {stamps[earlier]} and {stamps[i]} "
-        "(epoch ms) in one write (rows of different tasks); each instant has one value: end "
-        "the first where the second starts",
-        code="INVALID_INTERVAL",
-    )
-
-
 def _replacement_spec(
     catalog: Catalog, current: StoreSpec, options: StoreOptions, columns: dict[str, DataType]
 ) -> StoreSpec:
@@ -119,12 +69,7 @@ def _replacement_spec(
     kind = options.kind or current.kind
     given = {k: v for k, v in options.creation_params().items() if v is not None}
     if kind == current.kind:
-        params = {k: v for k, v in current.params.items() if v is not None}
-        if "segment_interval_ms" not in given and given.keys() & {
-            "history_retention_ms", "retention_ms"
-        }:
-            params.pop("segment_interval_ms", None)  # derived from the retention: derived again
-        params.update(given)
+        params = kind_of(kind).replaced_params(current.params, given)
     else:
         params = given
     spec = catalog.new_spec(
@@ -149,9 +94,10 @@ class StagedFiles(WriterCommitMessage):  # type: ignore[misc]
 class StateStoreWriter(DataSourceArrowWriter):
     """Writes a DataFrame (``key``, ``value`` and the kind's columns) into a store in one commit.
 
-    Columns by kind: keyvalue ``key, value``; timestamped and versioned ``+ timestamp``; window
-    ``+ window_start`` (``window_end`` optional, checked), ``+ timestamp`` if timestamped;
-    session ``+ session_start, session_end``; header-aware stores optionally ``headers``.
+    The columns beyond key and value are the store kind's (``Layout``): its write time
+    columns, the derived ones it checks (``StoreKind.check_write``), headers where the store
+    keeps them; a kind that ``writes_intervals`` also takes its read schema back
+    (``datasource.intervals``).
 
     The first write creates the store from the options and the DataFrame's types; the spec is
     made on the driver, travels to the tasks, and is published by ``commit`` in commit record 1
@@ -186,6 +132,10 @@ class StateStoreWriter(DataSourceArrowWriter):
         self.single_writer = single_writer
         self.spec_commit = spec_commit  # the record holding the spec this write was planned on
         self.replaces_spec = replaces_spec  # overwriteSchema: ``spec`` replaces the store's
+        kind = kind_of(spec.kind)
+        names = IntervalColumns.of(kind.layout(spec.params)) if kind.writes_intervals else None
+        # A history-shaped write (its intervals' columns), else None.
+        self.intervals = names if names is not None and names.start in long_times else None
 
     @classmethod
     def plan(cls, options: StoreOptions, schema: StructType, overwrite: bool) -> StateStoreWriter:
@@ -195,15 +145,9 @@ class StateStoreWriter(DataSourceArrowWriter):
             InvalidOptionError: a missing or extra column, a wrong column type, a bad or
                 contradicting option (codes MISSING_COLUMN, COLUMN_TYPE_MISMATCH, ...).
         """
-        for name, value in (
-            ("asOfTimestamp", options.as_of_ms),
-            ("versionAsOf", options.version_as_of),
-            ("timestampAsOf", options.timestamp_as_of_ms),
-            ("windowStartFrom", options.window_start_from_ms),
-            ("windowStartTo", options.window_start_to_ms),
-        ):
-            if value is not None:
-                raise InvalidOptionError(f"option {name!r} applies to reads only")
+        refused = options.reads_only()
+        if refused:
+            raise InvalidOptionError(f"option {refused[0]!r} applies to reads only")
         if options.overwrite_schema and not overwrite:
             raise InvalidOptionError(
                 "option 'overwriteSchema' replaces a store's schema together with its contents, "
@@ -219,7 +163,7 @@ class StateStoreWriter(DataSourceArrowWriter):
                 raise InvalidOptionError(
                     f"the DataFrame has no column {required!r}; columns: "
                     f"{', '.join(columns) or 'none'}; a write takes key, value and the store "
-                    "kind's time columns (timestamp, window_start, session_start, ...)",
+                    f"kind's time columns ({', '.join(write_time_columns())}, ...)",
                     code="MISSING_COLUMN",
                 )
         creates = False
@@ -241,7 +185,7 @@ class StateStoreWriter(DataSourceArrowWriter):
             creates = True
             spec = catalog.new_spec(
                 options.store,
-                options.kind or "keyvalue",
+                options.kind or DEFAULT_KIND,
                 all_nullable(columns["key"].jsonValue()),
                 all_nullable(columns["value"].jsonValue()),
                 options.num_partitions or 1,
@@ -260,23 +204,25 @@ class StateStoreWriter(DataSourceArrowWriter):
                 )
         layout = table.layout
         long_times: dict[str, bool] = {}
-        intervals = table.kind.writes_intervals and "valid_from" in columns
-        if intervals:
-            # The store's own read schema (or an SCD2 dimension): valid_from is the record
-            # time; a valid_to that no later row of the key starts at ends it with a tombstone.
-            if "timestamp" in columns:
+        names = IntervalColumns.of(layout) if table.kind.writes_intervals else None
+        intervals = names is not None and names.start in columns
+        if names is not None and intervals:
+            # The store's own read schema (or an SCD2 dimension): the start is the record
+            # time; an end that no later row of the key starts at ends it with a tombstone.
+            if names.time in columns:
                 raise InvalidOptionError(
-                    "the DataFrame has both 'timestamp' and 'valid_from'; a versioned store takes "
-                    "one record time per row: 'timestamp', or 'valid_from' (and 'valid_to')",
+                    f"the DataFrame has both {names.time!r} and {names.start!r}; a {spec.kind} "
+                    f"store takes one record time per row: {names.time!r}, or {names.start!r} "
+                    f"(and {names.end!r})",
                     code="UNEXPECTED_COLUMN",
                 )
-            for name in ("valid_from", "valid_to"):
+            for name in (names.start, names.end):
                 if name in columns:
                     long_times[name] = _time_type(name, columns[name])
-        elif table.kind.writes_intervals and "valid_to" in columns:
+        elif names is not None and names.end in columns:
             raise InvalidOptionError(
-                "the DataFrame has 'valid_to' but no 'valid_from'; a history-shaped write "
-                "takes key, value, valid_from and (optionally) valid_to",
+                f"the DataFrame has {names.end!r} but no {names.start!r}; a history-shaped write "
+                f"takes key, value, {names.start} and (optionally) {names.end}",
                 code="MISSING_COLUMN",
             )
         for time in () if intervals else layout.write_times:
@@ -296,7 +242,7 @@ class StateStoreWriter(DataSourceArrowWriter):
             accepted.add(HEADERS)
             if HEADERS in columns and columns[HEADERS].simpleString() != HEADERS_SPARK:
                 raise InvalidOptionError(
-                    f"column 'headers' has type {columns[HEADERS].simpleString()}; accepted: "
+                    f"column {HEADERS!r} has type {columns[HEADERS].simpleString()}; accepted: "
                     f"{HEADERS_SPARK}",
                     code="COLUMN_TYPE_MISMATCH",
                 )
@@ -306,7 +252,7 @@ class StateStoreWriter(DataSourceArrowWriter):
             if HEADERS in extra:
                 hint = (
                     f"; store {spec.name!r} keeps no headers (a new store keeps them with "
-                    "option headers=true)"
+                    f"option {HEADERS_PARAM.option}=true)"
                 )
             raise InvalidOptionError(
                 f"the DataFrame has column(s) {', '.join(map(repr, extra))} that a {spec.kind} "
@@ -340,18 +286,18 @@ class StateStoreWriter(DataSourceArrowWriter):
         # This task's files: "<write id>-<task>-<sequence>", applied in the order staged.
         stager = table.stager(f"{self.write_id}-{uuid.uuid4().hex[:16]}")
         staged: list[ChangelogFile] = []
-        intervals = "valid_from" in self.long_times
+        intervals = self.intervals
         buffered: list[pa.RecordBatch] = []  # a history-shaped write's rows, checked together
         size = 0
         try:
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
-                if intervals:
+                if intervals is not None:
                     buffered.append(batch)
                     size += batch.nbytes
                     if size >= FLUSH_BYTES:
-                        self._add_intervals(stager, table, buffered)
+                        self._add_intervals(stager, table, buffered, intervals)
                         staged += stager.flush()
                         buffered, size = [], 0
                     continue
@@ -359,8 +305,8 @@ class StateStoreWriter(DataSourceArrowWriter):
                 self._add(stager, pa.Table.from_batches([batch]))
                 if stager.nbytes >= FLUSH_BYTES:
                     staged += stager.flush()
-            if buffered:
-                self._add_intervals(stager, table, buffered)
+            if buffered and intervals is not None:
+                self._add_intervals(stager, table, buffered, intervals)
             staged += stager.flush()
             faults.point("stage.done")
             if table.was_aborted(self.write_id):
@@ -389,8 +335,9 @@ class StateStoreWriter(DataSourceArrowWriter):
         columns: dict[str, pa.Array] = {}
         for time in layout.write_times:
             columns[time.name] = self._millis(data, time.name)  # checked by ``add``
-        if "window_end" in layout.derived and "window_end" in data.column_names:
-            self._check_window_end(data, columns["window_start"])
+        derived = {c: self._millis(data, c) for c in layout.derived if c in data.column_names}
+        if derived:
+            stager.table.kind.check_write({**columns, **derived}, self.spec.params, self.spec.name)
         if layout.headers:
             if HEADERS in data.column_names:
                 columns[HEADERS] = headers_from_arrow(data.column(HEADERS).combine_chunks())
@@ -403,96 +350,32 @@ class StateStoreWriter(DataSourceArrowWriter):
         )
 
     def _add_intervals(
-        self, stager: Stager, table: StoreTable, batches: list[pa.RecordBatch]
+        self,
+        stager: Stager,
+        table: StoreTable,
+        batches: list[pa.RecordBatch],
+        names: IntervalColumns,
     ) -> None:
-        """Stage a history-shaped write's rows, checked together (see ``_intervals``)."""
-        keys, values, stamps = self._intervals(table, pa.Table.from_batches(batches))
-        stager.add(keys, values, {"timestamp": stamps})
-
-    def _intervals(self, table: StoreTable, data: pa.Table) -> tuple[pa.Array, pa.Array, pa.Array]:
-        """A history-shaped write as versioned records: each row puts its value at
-        ``valid_from``; a non-null ``valid_to`` writes a tombstone there, which a row of the
-        same key starting at that time replaces (at one time, deletes apply before puts).
-
-        Raises:
-            InvalidOptionError: a ``valid_to`` not after its ``valid_from``, or two intervals
-                of one key that overlap (INVALID_INTERVAL, naming the key and both).
-        """
-        keys = data.column("key").combine_chunks()
-        values = data.column("value").combine_chunks()
-        starts = self._millis(data, "valid_from")
-        if "valid_to" in self.long_times:
-            ends = self._millis(data, "valid_to")
+        """Stage a history-shaped write's rows, checked together (``interval_records``)."""
+        data = pa.Table.from_batches(batches)
+        starts = self._millis(data, names.start)
+        if names.end in self.long_times:
+            ends = self._millis(data, names.end)
         else:
             ends = pa.nulls(len(starts), pa.int64())
-        bad = pc.fill_null(pc.less_equal(ends, starts), False)
-        if pc.any(bad).as_py():
-            i = pc.index(bad, True).as_py()
-            raise InvalidOptionError(
-                f"key {keys[i].as_py()!r} has valid_to {ends[i].as_py()} not after its "
-                f"valid_from {starts[i].as_py()} (epoch ms); an interval ends after it starts",
-                code="INVALID_INTERVAL",
-            )
-        self._check_overlaps(table, keys, starts, ends)
-        closed = pc.is_valid(ends)
-        ended = keys.filter(closed)
-        return (
-            pa.concat_arrays([keys, ended]),
-            pa.concat_arrays([values, pa.nulls(len(ended), values.type)]),
-            pa.concat_arrays([starts, ends.filter(closed)]),
-        )
-
-    def _check_overlaps(
-        self, table: StoreTable, keys: pa.Array, starts: pa.Array, ends: pa.Array
-    ) -> None:
-        n = len(keys)
-        if n < 2 or starts.null_count:
-            return  # a null valid_from is refused by stage, with its own message
-        raw = serde_for(table.spec.key_type, column="key").encode(keys)
-        order = pc.sort_indices(
-            pa.table({"k": raw, "s": starts}), sort_keys=[("k", "ascending"), ("s", "ascending")]
-        )
-        k, s, e = raw.take(order), starts.take(order), ends.take(order)
-        same = pc.equal(k.slice(1), k.slice(0, n - 1))
-        before_end = e.slice(0, n - 1)
-        overlaps = pc.and_(
-            same, pc.or_(pc.is_null(before_end), pc.greater(before_end, s.slice(1)))
-        )
-        overlaps = pc.fill_null(overlaps, False)
-        if not pc.any(overlaps).as_py():
-            return
-        i = pc.index(overlaps, True).as_py()
-        first, second = order[i].as_py(), order[i + 1].as_py()
-
-        def shown(row: int) -> str:
-            end = ends[row].as_py()
-            return f"[{starts[row].as_py()}, {'open' if end is None else end})"
-
-        raise InvalidOptionError(
-            f"key {keys[first].as_py()!r} has overlapping intervals {shown(first)} and "
-            f"{shown(second)} (epoch ms) in one write; each instant has one value: end the "
-            "first where the second starts",
-            code="INVALID_INTERVAL",
-        )
-
-    def _check_window_end(self, data: pa.Table, starts: pa.Array) -> None:
-        size = self.spec.params["window_size_ms"]
-        ends = self._millis(data, "window_end")
-        wrong = pc.invert(pc.fill_null(pc.equal(ends, pc.add(starts, size)), False))
-        if pc.any(wrong).as_py():
-            raise InvalidOptionError(
-                f"column 'window_end' must be window_start + windowSize ({size} ms) in every "
-                f"row of store {self.spec.name!r}; drop the column or fix it",
-                code="INVALID_WINDOW",
-            )
+        keys, values, stamps = interval_records(
+            names, table.spec.key_type, data.column("key").combine_chunks(),
+            data.column("value").combine_chunks(), starts, ends,
+        )  # fmt: skip
+        stager.add(keys, values, {names.time: stamps})
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         files = [f for m in messages if isinstance(m, StagedFiles) for f in m.files]
         catalog = self._catalog()
         table = StoreTable(catalog, self.spec) if self.creates else self._still_there(catalog)
         try:
-            if "valid_from" in self.long_times and len(messages) > 1:
-                _check_intervals_across_tasks(table, files)
+            if self.intervals is not None and len(messages) > 1:
+                check_across_tasks(self.intervals, table, files)
             table.commit(
                 files,
                 overwrite=self.overwrite,

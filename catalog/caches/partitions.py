@@ -46,7 +46,7 @@ import pyarrow as pa
 import xxhash
 
 from catalog import faults
-from catalog.kinds import kind_of
+from catalog.kinds import STORE_MUST_ANSWER, kind_of
 from catalog.log import durable
 from catalog.log.changelog import read_changelog
 from catalog.log.commits import CommitLog, CommitRecord, RestorePlan
@@ -200,7 +200,7 @@ class PartitionCache:
             if (applied == 0 or plan.reset) and snapshot is None:
                 commits = list(commits)  # read once: for the columns, or for the store after
                 rows = self.kind.store_rows({}, [t for _, t in commits], self.spec.params)
-                if rows is not None:
+                if rows is not STORE_MUST_ANSWER:
                     # The state computed from columns, ingested as SST files into an empty
                     # database, as a snapshot is (a crash before the offset is committed leaves
                     # a database that committed nothing, which starts over the same way).
@@ -216,14 +216,17 @@ class PartitionCache:
                 # columns instead (``_RECOMPUTE_SHARE``); else applied by the store.
                 commits = list(commits)  # read once: for the columns, or for the store after
                 tables = [t for _, t in commits]
-                overlay = self.kind.overlay_rows(tables, self.spec.params) if tables else None
+                overlay = (
+                    self.kind.overlay_rows(tables, self.spec.params) if tables else STORE_MUST_ANSWER
+                )
                 tail_rows = sum(t.num_rows for t in tables)
                 snapshot_rows = sum(f.rows for f in snapshot.files_for(self.partition))
                 runs = None
-                if overlay is None and tail_rows and tail_rows * _RECOMPUTE_SHARE >= snapshot_rows:
+                recompute = tail_rows and tail_rows * _RECOMPUTE_SHARE >= snapshot_rows
+                if overlay is STORE_MUST_ANSWER and recompute:
                     runs = self._snapshot_runs(snapshot)
                     rows = self.kind.store_rows(runs, tables, self.spec.params)
-                    if rows is not None:
+                    if rows is not STORE_MUST_ANSWER:
                         tx = tx if fresh else self._emptied(tx, path)
                         self._ingested(tx, rows, target)
                         return target
@@ -236,7 +239,7 @@ class PartitionCache:
                 else:
                     for ref in snapshot.files_for(self.partition):
                         loaded |= load_snapshot(tx.db, self.storage, self.store_dir, ref)
-                if overlay is not None and loaded <= overlay.keys():
+                if overlay is not STORE_MUST_ANSWER and loaded <= overlay.keys():
                     self._ingested(tx, overlay, target, deletions=True)
                     return target
                 faults.point("cache.ingested")

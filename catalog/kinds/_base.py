@@ -1,31 +1,21 @@
-"""What every store kind is: typed parameters, a column layout, and the store engine's
-columnar interface (``apply`` a changelog table, ``scan`` into record batches, or compute a
-scan from columns alone). One subclass per kind, one module each; the registry in
-``catalog.kinds`` lists them, and the connector derives its options from their parameters.
+"""What every store kind is: its parameters (``Param``) and read options (``ReadParam``), their
+checks, and the link to its engine (``stores.engine.StoreEngine``: how its stores are built, fed
+and read). One subclass per kind, one module each; the registry in ``catalog.kinds`` lists
+them, and the connector derives its creation and read options from them.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from stores.bytes.rocksdb import RocksDBBytesStore
-from stores.columns.key_sort import key_runs, run_lasts
+from stores.engine import Layout, Rows, Runs, Scan, StoreEngine, StoreMustAnswer
 from stores.errors import InvalidOptionError
 from stores.query import Query
-from stores.records import UNKNOWN_TIMESTAMP
-
-BATCH_ROWS = 1 << 16
-TIME = pa.int64()
-HEADERS = "headers"
-#: Snapshot rows of a partition by column family: (RocksDB keys, RocksDB values).
-Runs = dict[str, tuple[pa.Array, pa.Array]]
 
 
 @dataclass(frozen=True)
@@ -41,88 +31,47 @@ class Param:
     example: str = ""
     #: What else the parameter means, for the message that asks for it.
     note: str = ""
+    #: Parameters whose value sets this one's default: a store whose spec is replaced with
+    #: one of them given, and this one not, derives this one again (``replaced_params``).
+    default_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
-class TimeColumn:
-    """A time column of a write: epoch ms in changelog files, ``TIMESTAMP``/``BIGINT`` in Spark.
+class ReadParam:
+    """One read option of a kind (Spark's spelling), and how its string is read: an
+    ``instant`` (epoch ms, or ISO-8601 with a zone), or a ``choice`` of ``choices`` (the first
+    the default; ``choices_note`` says what each means, for the message refusing another)."""
 
-    ``unknown_if_null``: a null becomes Kafka's unknown timestamp -1 (and reads back as null).
-    """
-
-    name: str
-    unknown_if_null: bool = False
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The columns of one store's writes, changelog files and reads (beyond key and value)."""
-
-    write_times: tuple[TimeColumn, ...] = ()
-    read_times: tuple[str, ...] = ()
-    headers: bool = False
-    #: Columns a write may carry that are derived from others and checked, never stored.
-    derived: tuple[str, ...] = ()
-    #: Read time columns that a typed read shows between key and value (window bounds).
-    before_value: tuple[str, ...] = ()
-
-    def read_order(self) -> list[str]:
-        """Column names of a typed read, in order."""
-        after = [c for c in self.read_times if c not in self.before_value]
-        return ["key", *self.before_value, "value", *after] + ([HEADERS] if self.headers else [])
-
-    def raw_schema(self) -> pa.Schema:
-        """Schema of the raw batches a scan yields."""
-        fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
-        fields += [pa.field(c, TIME) for c in self.read_times]
-        if self.headers:
-            fields.append(pa.field(HEADERS, pa.binary()))
-        return pa.schema(fields)
-
-    def changelog_schema(self) -> pa.Schema:
-        """Schema of a changelog file (see ``catalog.log.changelog``)."""
-        fields = [pa.field("key", pa.binary(), nullable=False), pa.field("value", pa.binary())]
-        fields += [pa.field(c.name, TIME, nullable=False) for c in self.write_times]
-        if self.headers:
-            fields.append(pa.field(HEADERS, pa.binary(), nullable=False))
-        return pa.schema(fields)
+    option: str
+    type: Literal["instant", "choice"]
+    choices: tuple[str, ...] = ()
+    choices_note: str = ""
+    #: It picks the instant a read sees, as ``versionAsOf`` picks the commit: a change feed,
+    #: which reads a range of commits, refuses it.
+    picks_instant: bool = False
+    #: A write given it fails ("applies to reads only"); False where writes ignore it.
+    refused_by_writes: bool = True
 
 
-@dataclass(frozen=True)
-class Scan:
-    """What a read asks of a partition: everything (latest), or a versioned store as of an
-    instant, or windows/sessions whose start lies in ``[time_from, time_to]``."""
-
-    as_of: int | None = None
-    time_from: int | None = None
-    time_to: int | None = None
-    #: Versioned stores: every version held (``time_from``/``time_to`` then bound the record
-    #: time, KIP-968's way), instead of one per key.
-    all_versions: bool = False
-
-    @property
-    def is_full(self) -> bool:
-        return (
-            self.as_of is None
-            and self.time_from is None
-            and self.time_to is None
-            and not self.all_versions
-        )
+#: Whether a store keeps record headers (KIP-1271), for the kinds whose Kafka stores have them.
+HEADERS_PARAM = Param("headers", "headers", "boolean")
 
 
-class StoreKind(ABC):
-    """How one kind of store is configured, built, fed and scanned.
+class StoreKind:
+    """One kind of store: its parameters, their checks, and its engine.
 
     ``params`` declares the kind's parameters; ``make_params`` checks given values against
     them once (unknown ones refused by option name, required ones named, ``check`` for the
-    rest). The engine methods work on whole columns: ``apply`` a commit's changelog table to an
-    open store, ``scan`` it into raw batches (``Layout.raw_schema``), and ``scan_columns``,
-    which computes a scan from a snapshot's rows and the changelog alone (None: not for this
-    scan or these rows, the store answers).
+    rest). ``engine`` builds, feeds and reads the kind's stores; the methods below it hand
+    the catalog's calls to the engine (see ``StoreEngine`` for what each does).
     """
 
     name: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
+    #: The options of a read that this kind takes (``check_reads`` and ``scan_fields`` read
+    #: them; the connector parses them as declared).
+    read_params: ClassVar[tuple[ReadParam, ...]] = ()
+    engine: ClassVar[StoreEngine]
     #: Reads as of a record time (``asOfTimestamp``) and whole histories (``versions``).
     supports_as_of: ClassVar[bool] = False
     #: Reads of the entries whose start lies in a range (``windowStartFrom`` / ``To``).
@@ -173,32 +122,61 @@ class StoreKind(ABC):
         """The parameters with defaults filled in, checked against each other."""
         return {p.key: bool(given.get(p.key)) for p in self.params if p.type == "boolean"}
 
-    @abstractmethod
+    def replaced_params(self, current: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+        """The parameters of a store of this kind whose spec is replaced: ``current``, with
+        those ``given`` instead; one whose default derives from a given one (``default_from``)
+        and that is not given itself is derived again (by ``make_params``)."""
+        params = {k: v for k, v in current.items() if v is not None}
+        for param in self.params:
+            if param.key not in given and given.keys() & set(param.default_from):
+                params.pop(param.key, None)
+        params.update(given)
+        return params
+
+    def check_reads(self, reads: Mapping[str, Any]) -> None:
+        """Refuse this kind's read options given in a combination that asks for nothing
+        (``reads``: every kind's read options given, parsed, by option name)."""
+
+    def scan_fields(self, reads: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``Scan`` fields this kind's read options ask for (see ``read_scan``).
+
+        Raises:
+            InvalidOptionError: options of this kind that contradict each other.
+        """
+        return {}
+
+    def check_write(
+        self, columns: Mapping[str, pa.Array], params: dict[str, Any], store: str
+    ) -> None:
+        """Refuse a write whose derived columns (``Layout.derived``, given alongside the time
+        columns they derive from, all as epoch ms in ``columns``) disagree with them.
+
+        Raises:
+            InvalidOptionError: a derived column that does not match.
+        """
+
+    # The engine's side, as the catalog calls it.
+
     def layout(self, params: dict[str, Any]) -> Layout:
         """The columns of the store's writes, changelog files and reads."""
-        ...
+        return self.engine.layout(params)
 
-    @abstractmethod
     def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
         """The RocksDB column families of the store (the first holds its data)."""
-        ...
+        return self.engine.column_families(params)
 
-    @abstractmethod
     def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
         """The typed store over an open bytes store."""
-        ...
+        return self.engine.open(db, params)
 
-    @abstractmethod
     def apply(self, store: Any, table: pa.Table, params: dict[str, Any]) -> None:
-        """Apply one commit's changelog rows (``Layout.changelog_schema``) to ``store``."""
-        ...
+        """Apply one commit's changelog rows to ``store``."""
+        self.engine.apply(store, table, params)
 
-    @abstractmethod
     def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         """Raw batches (``Layout.raw_schema``) of what ``scan`` reads from ``store``."""
-        ...
+        return self.engine.scan(store, scan, params)
 
-    @abstractmethod
     def key_query(
         self,
         key: Any,
@@ -207,43 +185,54 @@ class StoreKind(ABC):
         time_from: int | None = None,
         time_to: int | None = None,
     ) -> Query:
-        """The Interactive Queries v2 query for one key (the command line's ``query``):
-        ``as_of`` and the time range apply where the kind has them."""
-        ...
+        """The Interactive Queries v2 query for one key (the command line's ``query``)."""
+        return self.engine.key_query(key, as_of=as_of, time_from=time_from, time_to=time_to)
 
     def scan_columns(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
-    ) -> pa.Table | None:
-        """What ``scan`` reads of a store built from a snapshot's ``runs`` (possibly none) and
-        the changelog tables of the ``commits`` after it, computed from columns: the raw
-        schema in the store's scan order; None where the store must answer."""
-        return None
+    ) -> pa.Table | StoreMustAnswer:
+        """``scan`` computed from a snapshot's ``runs`` and the ``commits`` after it, or
+        ``STORE_MUST_ANSWER``."""
+        return self.engine.scan_columns(runs, commits, params, scan)
 
     def store_rows(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
-    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
-        """The store's RocksDB rows after the ``commits`` over a snapshot's ``runs``, computed
-        from columns: per column family, binary keys strictly ascending and their values, in
-        Kafka's layout; a partition cache ingests them as SST files into an empty database.
-        None where the store must apply the rows itself (``apply``)."""
-        return None
+    ) -> Rows | StoreMustAnswer:
+        """The store's RocksDB rows computed from columns, or ``STORE_MUST_ANSWER``."""
+        return self.engine.store_rows(runs, commits, params)
 
     def overlay_rows(
         self, commits: list[pa.Table], params: dict[str, Any]
-    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
-        """The RocksDB rows that ``commits`` leave whatever the store held before them, per
-        column family: binary keys strictly ascending, their values in Kafka's layout, null
-        where the key is deleted. A partition cache ingests them as SST files over a loaded
-        snapshot (``RocksDBBytesStore.ingest_sorted`` with deletions) instead of applying the
-        tail row by row. None where the commits' effect depends on the earlier state (stream
-        time, segments, versions): the store applies them (``apply``)."""
-        return None
+    ) -> Rows | StoreMustAnswer:
+        """The rows ``commits`` leave over any state, or ``STORE_MUST_ANSWER``."""
+        return self.engine.overlay_rows(commits, params)
+
+
+#: Every registered kind by name (``catalog.kinds.register`` adds them): kept here, beside
+#: ``StoreKind``, because a kind's ``make_params`` names other kinds' options in its messages.
+KINDS: dict[str, StoreKind] = {}
+
+
+def all_params() -> tuple[Param, ...]:
+    """Every kind's parameters, each once (by key), in the order the kinds declare them."""
+    seen: dict[str, Param] = {}
+    for kind in KINDS.values():
+        for param in kind.params:
+            seen.setdefault(param.key, param)
+    return tuple(seen.values())
+
+
+def all_read_params() -> tuple[ReadParam, ...]:
+    """Every kind's read options, each once, in the order the kinds declare them."""
+    seen: dict[str, ReadParam] = {}
+    for kind in KINDS.values():
+        for param in kind.read_params:
+            seen.setdefault(param.option, param)
+    return tuple(seen.values())
 
 
 def option_name(key: str) -> str:
     """The option that sets parameter ``key`` in any kind (the key itself if none does)."""
-    from catalog.kinds import all_params
-
     return next((p.option for p in all_params() if p.key == key), key)
 
 
@@ -258,45 +247,3 @@ def segment_interval(given: dict[str, Any], default: int) -> int:
     if segment < 1:
         raise InvalidOptionError(f"option 'segmentInterval' must be at least 1 ms, got {segment}")
     return segment
-
-
-def last_per_key(
-    table: pa.Table, after: Sequence[tuple[Any, bool]] = (), tombstones: bool = False
-) -> pa.Table:
-    """The last row of each key (rows in write order, or in ``after`` order, then write order,
-    among a key's rows), sorted by key bytes, tombstones dropped (kept: ``tombstones``): a
-    key-value store's state, computed with one sort instead of a RocksDB round trip."""
-    n = table.num_rows
-    if n == 0:
-        return table
-    # Stable: a key's rows stay in write order, so the last of each run of equal keys wins.
-    order, first = key_runs(table.column("key"), after=after)
-    winners = order[run_lasts(first)]
-    if not tombstones:
-        live = pc.is_valid(table.column("value")).to_numpy(zero_copy_only=False)
-        winners = winners[live[winners]]
-    return table.take(pa.array(winners))  # one copy
-
-
-def row_batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """Chunk an iterator of row tuples into record batches of ``schema``."""
-    while True:
-        chunk = list(islice(rows, BATCH_ROWS))
-        if not chunk:
-            return
-        columns = list(zip(*chunk))
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(col, f.type) for col, f in zip(columns, schema)], schema=schema
-        )
-
-
-def known(millis: list[int] | pa.Array) -> pa.Array:
-    """Timestamps with Kafka's unknown (-1) as null."""
-    array = millis if isinstance(millis, pa.Array) else pa.array(millis, TIME)
-    return pc.if_else(pc.equal(array, UNKNOWN_TIMESTAMP), pa.scalar(None, TIME), array)
-
-
-def time_order(table: pa.Table, column: str) -> pa.Table:
-    """Rows in ``column`` order, stable: a DataFrame has no order, so a commit's rows are applied
-    in time order and the result does not depend on how Spark split them into tasks."""
-    return table.take(pc.sort_indices(table.column(column)))

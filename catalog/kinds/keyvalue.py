@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
-import pyarrow as pa
-
-from catalog.kinds._base import BATCH_ROWS, Layout, Runs, Scan, StoreKind, last_per_key
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from catalog.kinds._base import StoreKind
+from stores.engine import StoreEngine
 from stores.errors import InvalidOptionError
-from stores.key_value.store import KeyValueStore
-from stores.query import KeyQuery, Query
-
-_WIDE = pa.schema([pa.field("key", pa.large_binary()), pa.field("value", pa.large_binary())])
+from stores.key_value.engine import KEY_VALUE_ENGINE
 
 
 class KeyValueKind(StoreKind):
     name: ClassVar[str] = "keyvalue"
+    engine: ClassVar[StoreEngine] = KEY_VALUE_ENGINE
 
     def refuse(self, given: dict[str, Any]) -> None:
         if given.get("headers"):
@@ -29,63 +24,5 @@ class KeyValueKind(StoreKind):
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
         return {}
 
-    def layout(self, params: dict[str, Any]) -> Layout:
-        return Layout()
-
-    def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return KeyValueStore.column_families()
-
-    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
-        return KeyValueStore.over(db)
-
-    def apply(self, store: Any, table: pa.Table, params: dict[str, Any]) -> None:
-        store.put_columns(table.column("key").to_pylist(), table.column("value").to_pylist())
-
-    def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-        schema = Layout().raw_schema()
-        for keys, values in store.scan_columns(BATCH_ROWS):
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(keys, pa.binary()), pa.array(values, pa.binary())], schema=schema
-            )
-
-    def key_query(self, key: Any, **bounds: int | None) -> Query:
-        return KeyQuery.with_key(key)
-
-    def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
-    ) -> pa.Table | None:
-        return self._latest(runs, commits) if scan.is_full else None
-
-    def store_rows(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
-    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
-        latest = self._latest(runs, commits)
-        if latest is None:
-            return {}
-        return {DEFAULT_CF: (latest.column("key"), latest.column("value"))}
-
-    def overlay_rows(
-        self, commits: list[pa.Table], params: dict[str, Any]
-    ) -> dict[str, tuple[pa.Array, pa.Array]] | None:
-        # Every put or delete replaces the key's row, whatever it was.
-        last = self._latest({}, commits, tombstones=True)
-        if last is None:
-            return {}
-        return {DEFAULT_CF: (last.column("key"), last.column("value"))}
-
-    @staticmethod
-    def _latest(runs: Runs, commits: list[pa.Table], tombstones: bool = False) -> pa.Table | None:
-        """The last write of each key after a snapshot's ``runs`` and the ``commits`` (live
-        rows, or with each deleted key's tombstone: ``tombstones``), sorted by key bytes; None
-        when there are no rows at all."""
-        parts = []
-        if "default" in runs:
-            keys, values = runs["default"]
-            parts.append(pa.table([keys, values], names=["key", "value"]).cast(_WIDE))
-        # A commit's rows apply in order, later commits after earlier ones: the last write wins.
-        parts += [t.select(["key", "value"]).cast(_WIDE) for t in commits]
-        if not parts:
-            return None
-        return last_per_key(pa.concat_tables(parts), tombstones=tombstones)
 
 KEYVALUE = KeyValueKind()

@@ -5,33 +5,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import pyarrow as pa
-
-from catalog.kinds._base import (
-    HEADERS,
-    Layout,
-    Param,
-    TimeColumn,
-    segment_interval,
-    time_order,
-)
-from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
-from stores.bytes.rocksdb import RocksDBBytesStore
-from stores.query import Query, WindowRangeQuery
-from stores.session.store import SessionStore, SessionStoreWithHeaders, default_segment_interval_ms
-from stores.window.columns import session_base, session_read, session_rows
-
-
-def _store_class(params: dict[str, Any]) -> Any:
-    return SessionStoreWithHeaders if params.get("headers") else SessionStore
+from catalog.kinds._base import HEADERS_PARAM, Param, segment_interval
+from catalog.kinds._spans import RETENTION, SEGMENT_INTERVAL, SpanKind
+from stores.engine import StoreEngine
+from stores.session.engine import SESSION_ENGINE
+from stores.session.store import default_segment_interval_ms
 
 
 class SessionKind(SpanKind):
     name: ClassVar[str] = "session"
     params: ClassVar[tuple[Param, ...]] = (RETENTION, SEGMENT_INTERVAL, HEADERS_PARAM)
-    snapshot_base = staticmethod(session_base)
-    columns_read = staticmethod(session_read)
-    columns_rows = staticmethod(session_rows)
+    engine: ClassVar[StoreEngine] = SESSION_ENGINE
 
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
         retention = int(given["retention_ms"])
@@ -40,33 +24,6 @@ class SessionKind(SpanKind):
             "segment_interval_ms": segment_interval(given, default_segment_interval_ms(retention)),
             "headers": bool(given.get("headers")),
         }
-
-    def layout(self, params: dict[str, Any]) -> Layout:
-        return Layout(
-            write_times=(TimeColumn("session_start"), TimeColumn("session_end")),
-            read_times=("session_start", "session_end"),
-            headers=bool(params.get("headers")),
-            before_value=("session_start", "session_end"),
-        )
-
-    def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return _store_class(params).column_families()  # type: ignore[no-any-return]
-
-    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
-        return _store_class(params).over(db, params["retention_ms"], params["segment_interval_ms"])
-
-    def apply(self, store: Any, table: pa.Table, params: dict[str, Any]) -> None:
-        table = time_order(table, "session_end")
-        store.put_columns(
-            table.column("key").to_pylist(),
-            table.column("value").to_pylist(),
-            table.column("session_start").to_pylist(),
-            table.column("session_end").to_pylist(),
-            table.column(HEADERS).to_pylist() if params.get("headers") else None,
-        )
-
-    def key_query(self, key: Any, **bounds: int | None) -> Query:
-        return WindowRangeQuery.with_key(key)  # Kafka's query of a key's sessions
 
 
 SESSION = SessionKind()

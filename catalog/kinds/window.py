@@ -3,30 +3,18 @@ start, kept for ``retention``, optionally every put (``retainDuplicates``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from catalog.kinds._base import (
-    HEADERS,
-    Layout,
-    Param,
-    TimeColumn,
-    segment_interval,
-    time_order,
-)
-from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
-from stores.bytes.rocksdb import RocksDBBytesStore
+from catalog.kinds._base import HEADERS_PARAM, Param, segment_interval
+from catalog.kinds._spans import RETENTION, SEGMENT_INTERVAL, SpanKind
+from stores.engine import StoreEngine
 from stores.errors import InvalidOptionError
-from stores.query import Query, WindowKeyQuery
-from stores.window.columns import window_base, window_read, window_rows
-from stores.window.store import (
-    TimestampedWindowStore,
-    TimestampedWindowStoreWithHeaders,
-    WindowStore,
-    WindowStoreWithHeaders,
-    default_segment_interval_ms,
-)
+from stores.window.engine import WINDOW_ENGINE
+from stores.window.store import default_segment_interval_ms
 
 WINDOW_SIZE = Param(
     "window_size_ms", "windowSize", "duration", required=True, example="'5 minutes' or ms"
@@ -35,23 +23,13 @@ RETAIN_DUPLICATES = Param("retain_duplicates", "retainDuplicates", "boolean")
 TIMESTAMPED_PARAM = Param("timestamped", "timestamped", "boolean")
 
 
-def _store_class(params: dict[str, Any]) -> Any:
-    if params.get("timestamped"):
-        if params.get("headers"):
-            return TimestampedWindowStoreWithHeaders
-        return TimestampedWindowStore
-    return WindowStoreWithHeaders if params.get("headers") else WindowStore
-
-
 class WindowKind(SpanKind):
     name: ClassVar[str] = "window"
     params: ClassVar[tuple[Param, ...]] = (
         RETENTION, WINDOW_SIZE, RETAIN_DUPLICATES, SEGMENT_INTERVAL, TIMESTAMPED_PARAM,
         HEADERS_PARAM,
     )  # fmt: skip
-    snapshot_base = staticmethod(window_base)
-    columns_read = staticmethod(window_read)
-    columns_rows = staticmethod(window_rows)
+    engine: ClassVar[StoreEngine] = WINDOW_ENGINE
 
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
         retention, size = int(given["retention_ms"]), int(given["window_size_ms"])
@@ -71,50 +49,20 @@ class WindowKind(SpanKind):
             "headers": bool(given.get("headers")),
         }
 
-    def layout(self, params: dict[str, Any]) -> Layout:
-        timestamped = bool(params.get("timestamped"))
-        return Layout(
-            write_times=(TimeColumn("window_start"),)
-            + ((TimeColumn("timestamp", unknown_if_null=True),) if timestamped else ()),
-            read_times=("window_start", "window_end") + (("timestamp",) if timestamped else ()),
-            headers=bool(params.get("headers")),
-            derived=("window_end",),
-            before_value=("window_start", "window_end"),
-        )
-
-    def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return _store_class(params).column_families()  # type: ignore[no-any-return]
-
-    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
-        return _store_class(params).over(
-            db,
-            params["retention_ms"],
-            params["window_size_ms"],
-            params["retain_duplicates"],
-            params["segment_interval_ms"],
-        )
-
-    def apply(self, store: Any, table: pa.Table, params: dict[str, Any]) -> None:
-        table = time_order(table, "window_start")
-        store.put_columns(
-            table.column("key").to_pylist(),
-            table.column("value").to_pylist(),
-            table.column("window_start").to_pylist(),
-            table.column("timestamp").to_pylist() if params.get("timestamped") else None,
-            table.column(HEADERS).to_pylist() if params.get("headers") else None,
-        )
-
-    def key_query(
-        self,
-        key: Any,
-        *,
-        time_from: int | None = None,
-        time_to: int | None = None,
-        **bounds: int | None,
-    ) -> Query:
-        low = 0 if time_from is None else time_from
-        high = 2**63 - 1 if time_to is None else time_to
-        return WindowKeyQuery.with_key_and_window_start_range(key, low, high)
+    def check_write(
+        self, columns: Mapping[str, pa.Array], params: dict[str, Any], store: str
+    ) -> None:
+        if "window_end" not in columns:
+            return
+        size = params["window_size_ms"]
+        ends = pc.add(columns["window_start"], size)
+        wrong = pc.invert(pc.fill_null(pc.equal(columns["window_end"], ends), False))
+        if pc.any(wrong).as_py():
+            raise InvalidOptionError(
+                f"column 'window_end' must be window_start + windowSize ({size} ms) in every "
+                f"row of store {store!r}; drop the column or fix it",
+                code="INVALID_WINDOW",
+            )
 
 
 WINDOW = WindowKind()

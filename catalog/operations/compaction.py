@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog import faults
+from catalog.kinds import STORE_MUST_ANSWER
 from catalog.log import changelog as changelog_files
 from catalog.log.changelog import IPC_OPTIONS, changelog_batches
 from catalog.log.commits import ChangelogFile, CommitLog, CommitRecord
@@ -169,7 +170,7 @@ def _state_at(table: StoreTable, partition: int, base: int, families: tuple[str,
     """
     cache = table.partition_cache(partition)
     rows = table.kind.store_rows(*cache.columns_at(base), table.spec.params)
-    if rows is not None:
+    if rows is not STORE_MUST_ANSWER:
         return pa.Table.from_batches(
             [
                 _snapshot_batch(family, keys, values)

@@ -17,6 +17,7 @@ import pytest
 from catalog import Catalog, StoreTable
 from catalog.caches.partitions import PartitionCache
 from catalog.cli import main as cli
+from catalog.kinds import STORE_MUST_ANSWER
 from catalog.log import changelog
 from catalog.log import commits as commit_log
 from catalog.log.commits import record_name
@@ -319,16 +320,12 @@ def _random_commit(
 def _kafka_apply_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Partition caches apply every commit through Kafka's stores, never ``store_rows`` or
     ``overlay_rows``."""
-    from catalog.kinds import StoreKind
-    from catalog.kinds.keyvalue import KeyValueKind
-    from catalog.kinds.session import SessionKind
-    from catalog.kinds.timestamped import TimestampedKind
-    from catalog.kinds.versioned import VersionedKind
-    from catalog.kinds.window import WindowKind
+    from catalog.kinds import KINDS as REGISTERED
+    from catalog.kinds import StoreEngine
 
-    for kind_class in (KeyValueKind, TimestampedKind, WindowKind, SessionKind, VersionedKind):
-        monkeypatch.setattr(kind_class, "store_rows", StoreKind.store_rows)
-        monkeypatch.setattr(kind_class, "overlay_rows", StoreKind.overlay_rows)
+    for kind in REGISTERED.values():
+        monkeypatch.setattr(type(kind.engine), "store_rows", StoreEngine.store_rows)
+        monkeypatch.setattr(type(kind.engine), "overlay_rows", StoreEngine.overlay_rows)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -381,9 +378,9 @@ def test_rows_computed_from_columns_are_the_rows_kafka_s_stores_write(
         assert (table.log.restore_plan(0, target, partition).snapshot is not None) == snapshot
         columns = cache.columns_at(target)
         if snapshot and kind.startswith(("keyvalue", "timestamped")):  # their tails overlay
-            assert table.kind.overlay_rows(columns[1], table.spec.params) is not None
+            assert table.kind.overlay_rows(columns[1], table.spec.params) is not STORE_MUST_ANSWER
         computed = table.kind.store_rows(*columns, table.spec.params)
-        if computed is None:  # only a versioned store's tombstones may be left to the store
+        if computed is STORE_MUST_ANSWER:  # only a versioned store's tombstones may be left to the store
             assert kind == "versioned"
             continue
         pairs = {

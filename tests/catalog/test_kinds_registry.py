@@ -10,9 +10,19 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog
-from catalog.kinds import KINDS, Param, StoreKind, all_params, kind_of, register
+from catalog.kinds import (
+    KINDS,
+    STORE_MUST_ANSWER,
+    Param,
+    Scan,
+    StoreEngine,
+    StoreKind,
+    all_params,
+    kind_of,
+    register,
+)
 from catalog.kinds.keyvalue import KeyValueKind
-from datasource.options import CREATION_OPTIONS, PARAM_OF_OPTION
+from datasource.options import CREATION_OPTIONS, OPTIONS, PARAM_OF_OPTION, READ_PARAMS, StoreOptions
 from stores.errors import InvalidOptionError
 
 
@@ -71,3 +81,31 @@ def test_the_connector_s_creation_options_are_the_kinds_parameters() -> None:
     declared = {p.option: p.key for kind in KINDS.values() for p in kind.params}
     assert PARAM_OF_OPTION == declared
     assert CREATION_OPTIONS == ("kind", "numPartitions", *declared)
+
+
+def test_the_connector_s_read_options_are_the_kinds_read_options() -> None:
+    declared = {p.option: p for kind in KINDS.values() for p in kind.read_params}
+    assert READ_PARAMS == declared
+    assert set(declared) <= set(OPTIONS)
+    # A read option of one kind is parsed as its kind declares it, and checked by it.
+    options = StoreOptions.parse({"store": "s", "windowStartFrom": "5", "windowStartTo": "9"})
+    assert options.reads == {"windowStartFrom": 5, "windowStartTo": 9}
+    assert options.scan() == Scan(time_from=5, time_to=9)
+    with pytest.raises(InvalidOptionError, match="'windowStartFrom' \\(9 ms\\) is after"):
+        StoreOptions.parse({"store": "s", "windowStartFrom": "9", "windowStartTo": "5"}).scan()
+
+
+def test_each_kind_links_an_engine_and_columns_say_when_the_store_must_answer() -> None:
+    for kind in KINDS.values():
+        assert isinstance(kind.engine, StoreEngine)
+        assert kind.layout({}) == kind.engine.layout({})
+
+    # An engine that computes nothing from columns leaves every answer to the store.
+    engine = KINDS["keyvalue"].engine
+    assert StoreEngine.scan_columns(engine, {}, [], {}, Scan()) is STORE_MUST_ANSWER
+    assert StoreEngine.store_rows(engine, {}, [], {}) is STORE_MUST_ANSWER
+    assert StoreEngine.overlay_rows(engine, [], {}) is STORE_MUST_ANSWER
+    # A key-value store's state is computed from columns: the store need not answer.
+    table = pa.table({"key": [b"a", b"a"], "value": [b"1", b"2"]})
+    rows = KINDS["keyvalue"].store_rows({}, [table], {})
+    assert rows is not STORE_MUST_ANSWER and rows["default"][1].to_pylist() == [b"2"]

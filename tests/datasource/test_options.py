@@ -26,7 +26,7 @@ def test_options_are_case_insensitive_and_parsed() -> None:
         kind="versioned",
         num_partitions=4,
         params={"history_retention_ms": 30 * 86_400_000, "segment_interval_ms": 86_400_000},
-        as_of_ms=1_714_564_800_000,
+        reads={"asOfTimestamp": 1_714_564_800_000},
     )
 
 

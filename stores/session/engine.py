@@ -1,0 +1,88 @@
+"""The ``session`` kind's engine: Kafka's ``SessionStore[WithHeaders]``, values per key and
+session (start, end) on the segmented store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.engine import (
+    HEADERS,
+    STORE_MUST_ANSWER,
+    Layout,
+    Rows,
+    Runs,
+    Scan,
+    StoreEngine,
+    StoreMustAnswer,
+    TimeColumn,
+    span_batches,
+    time_order,
+)
+from stores.query import Query, WindowRangeQuery
+from stores.session.store import SessionStore, SessionStoreWithHeaders
+from stores.window.columns import session_base, session_read, session_rows
+
+
+def _store_class(params: dict[str, Any]) -> Any:
+    return SessionStoreWithHeaders if params.get("headers") else SessionStore
+
+
+class SessionEngine(StoreEngine):
+    """Sessions by (start, end); reads of a start range and cache rebuilds computed from
+    columns unless a snapshot holds a legacy layout."""
+
+    def layout(self, params: dict[str, Any]) -> Layout:
+        return Layout(
+            write_times=(TimeColumn("session_start"), TimeColumn("session_end")),
+            read_times=("session_start", "session_end"),
+            headers=bool(params.get("headers")),
+            before_value=("session_start", "session_end"),
+        )
+
+    def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
+        return _store_class(params).column_families()  # type: ignore[no-any-return]
+
+    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+        return _store_class(params).over(db, params["retention_ms"], params["segment_interval_ms"])
+
+    def apply(self, store: Any, table: pa.Table, params: dict[str, Any]) -> None:
+        table = time_order(table, "session_end")
+        store.put_columns(
+            table.column("key").to_pylist(),
+            table.column("value").to_pylist(),
+            table.column("session_start").to_pylist(),
+            table.column("session_end").to_pylist(),
+            table.column(HEADERS).to_pylist() if params.get("headers") else None,
+        )
+
+    def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        return span_batches(store, scan, self.layout(params))
+
+    def key_query(self, key: Any, **bounds: int | None) -> Query:
+        return WindowRangeQuery.with_key(key)  # Kafka's query of a key's sessions
+
+    def scan_columns(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+    ) -> pa.Table | StoreMustAnswer:
+        base = session_base(runs, params, self.column_families(params)) if runs else None
+        if runs and base is None:
+            return STORE_MUST_ANSWER  # rows in a legacy layout: RocksDB converts them
+        read = session_read(commits, params, scan.time_from, scan.time_to, base)
+        return STORE_MUST_ANSWER if read is None else read
+
+    def store_rows(
+        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
+    ) -> Rows | StoreMustAnswer:
+        families = self.column_families(params)
+        base = session_base(runs, params, families) if runs else None
+        if runs and base is None:
+            return STORE_MUST_ANSWER  # rows in a legacy layout: the store converts them
+        rows = session_rows(commits, params, base, families)
+        return STORE_MUST_ANSWER if rows is None else rows
+
+
+SESSION_ENGINE = SessionEngine()
