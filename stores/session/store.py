@@ -114,24 +114,40 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
 
     _DATA_CF: str = DEFAULT_CF
     _LEGACY: tuple[tuple[str, Converter], ...] = ()
-    _segments: SegmentedBytesStore
-    _db: RocksDBBytesStore
-    _owns_db: bool
-    _closed: bool
-    _scans: weakref.WeakSet[Generator[Any, None, None]]
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None,
         retention_ms: int,
         segment_interval_ms: int | None = None,
+        *,
+        db: RocksDBBytesStore | None = None,
     ) -> None:
         retention, interval = _configure(retention_ms, segment_interval_ms)
-        db = RocksDBBytesStore(path, self.column_families())
+        if (path is None) == (db is None):
+            raise TypeError(f"{type(self).__name__}() takes a path or db=, not both or neither")
+        # A store opened from a path owns its database; one over an open db leaves it (and its
+        # commits) to the db's owner.
+        self._owns_db = db is None
+        if db is None:
+            assert path is not None
+            db = RocksDBBytesStore(path, self.column_families())
+        self._db = db
+        self._closed = False
+        # Kafka closes a store's open iterators when the store closes; so do we (quietly).
+        self._scans: weakref.WeakSet[Generator[Any, None, None]] = weakref.WeakSet()
         try:
-            self._init(db, retention, interval, owns_db=True)
+            self._segments = SegmentedBytesStore(
+                db,
+                retention_ms=retention,
+                segment_interval_ms=interval,
+                data_cf=self._DATA_CF,
+                meta_cf=SEGMENTS_META_CF,
+                legacy_cfs=self._LEGACY,
+            )
         except BaseException:
-            db.close()
+            if self._owns_db:
+                db.close()
             raise
 
     @classmethod
@@ -148,25 +164,7 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
         Raises:
             InvalidOptionError: a negative retention or a segment interval below 1 ms.
         """
-        retention, interval = _configure(retention_ms, segment_interval_ms)
-        store = cls.__new__(cls)
-        store._init(db, retention, interval, owns_db=False)
-        return store
-
-    def _init(self, db: RocksDBBytesStore, retention: int, interval: int, *, owns_db: bool) -> None:
-        self._db = db
-        self._owns_db = owns_db
-        self._closed = False
-        # Kafka closes a store's open iterators when the store closes; so do we (quietly).
-        self._scans: weakref.WeakSet[Generator[Any, None, None]] = weakref.WeakSet()
-        self._segments = SegmentedBytesStore(
-            db,
-            retention_ms=retention,
-            segment_interval_ms=interval,
-            data_cf=self._DATA_CF,
-            meta_cf=SEGMENTS_META_CF,
-            legacy_cfs=self._LEGACY,
-        )
+        return cls(None, retention_ms, segment_interval_ms, db=db)
 
     @classmethod
     def column_families(cls) -> tuple[str, ...]:
@@ -560,9 +558,12 @@ class SessionStore(_SessionStoreBase[bytes]):
             time); Kafka's ``retentionPeriod``.
         segment_interval_ms: width of a segment; defaults as ``Stores.persistentSessionStore``
             (:func:`default_segment_interval_ms`).
+        db: an open bytes store (opened with :meth:`column_families`) to wrap instead of a
+            path (then None); its owner commits and closes it (see :meth:`over`).
 
     Raises:
         InvalidOptionError: a negative retention or a segment interval below 1 ms.
+        TypeError: both or neither of ``path`` and ``db`` are given.
     """
 
     def _encode(self, value: Any) -> bytes | None:
@@ -587,9 +588,11 @@ class SessionStoreWithHeaders(_SessionStoreBase[ValueAndHeaders[bytes]]):
         path: directory of the RocksDB database; created if missing, reopened with its data.
         retention_ms: see :class:`SessionStore`.
         segment_interval_ms: see :class:`SessionStore`.
+        db: see :class:`SessionStore`.
 
     Raises:
         InvalidOptionError: a negative retention or a segment interval below 1 ms.
+        TypeError: both or neither of ``path`` and ``db`` are given.
     """
 
     _DATA_CF = SESSION_HEADERS_CF

@@ -128,14 +128,38 @@ class _WindowStoreBase(_WindowColumns, Generic[V]):
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None,
         retention_ms: int,
         window_size_ms: int,
         retain_duplicates: bool = False,
         segment_interval_ms: int | None = None,
+        *,
+        db: RocksDBBytesStore | None = None,
     ) -> None:
-        config = _configure(retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
-        self._setup(RocksDBBytesStore(path, _columns(self._format)), True, *config)
+        retention, size, dups, interval = _configure(
+            retention_ms, window_size_ms, retain_duplicates, segment_interval_ms
+        )
+        if (path is None) == (db is None):
+            raise TypeError(f"{type(self).__name__}() takes a path or db=, not both or neither")
+        # A store opened from a path owns its database; one over an open db leaves it (and its
+        # commits) to the db's owner.
+        self._owns_db = db is None
+        if db is None:
+            assert path is not None
+            db = RocksDBBytesStore(path, _columns(self._format))
+        self._db = db
+        self._closed = False
+        self._window_size = size
+        self._dups = dups
+        fmt = self._format
+        self._segments = SegmentedBytesStore(
+            db,
+            retention_ms=retention,
+            segment_interval_ms=interval,
+            data_cf=fmt.data_cf,
+            meta_cf=SEGMENTS_META_CF,
+            legacy_cfs=fmt.legacy_cfs,
+        )
 
     @classmethod
     def over(
@@ -151,39 +175,14 @@ class _WindowStoreBase(_WindowColumns, Generic[V]):
         Raises:
             InvalidOptionError: an argument is out of range.
         """
-        config = _configure(retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
-        store = cls.__new__(cls)
-        store._setup(db, False, *config)
-        return store
+        return cls(
+            None, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms, db=db
+        )
 
     @classmethod
     def column_families(cls) -> tuple[str, ...]:
         """Column families the store needs: its own, the legacy formats' it reads, metadata."""
         return _columns(cls._format)
-
-    def _setup(
-        self,
-        db: RocksDBBytesStore,
-        owns_db: bool,
-        retention_ms: int,
-        window_size_ms: int,
-        retain_duplicates: bool,
-        segment_interval_ms: int,
-    ) -> None:
-        self._db = db
-        self._owns_db = owns_db
-        self._closed = False
-        self._window_size = window_size_ms
-        self._dups = retain_duplicates
-        fmt = self._format
-        self._segments = SegmentedBytesStore(
-            db,
-            retention_ms=retention_ms,
-            segment_interval_ms=segment_interval_ms,
-            data_cf=fmt.data_cf,
-            meta_cf=SEGMENTS_META_CF,
-            legacy_cfs=fmt.legacy_cfs,
-        )
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -484,13 +483,17 @@ class WindowStore(_WindowStoreBase[bytes]):
 
     Args:
         path: directory of the RocksDB database; created if missing, reopened with its data.
+            None with ``db``.
         retention_ms: how long windows stay readable (>= ``window_size_ms``).
         window_size_ms: size of each window (>= 0).
         retain_duplicates: keep every put under its own sequence number.
         segment_interval_ms: segment width; default ``max(retention_ms // 2, 60000)``.
+        db: an open bytes store (opened with :meth:`column_families`) to wrap instead of a
+            path; its owner commits and closes it (see :meth:`over`).
 
     Raises:
         InvalidOptionError: an argument is out of range (the message names it).
+        TypeError: both or neither of ``path`` and ``db`` are given.
     """
 
     _format = PLAIN

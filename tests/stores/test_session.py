@@ -418,6 +418,19 @@ def test_over_uncommitted_batch(tmp_path: Path, kind: str) -> None:
         assert [kv.key.key for kv in again.fetch(b"a")] == [b"a"]
 
 
+def test_the_constructor_takes_a_path_or_an_open_db(tmp_path: Path) -> None:
+    db = RocksDBBytesStore(tmp_path / "s", SessionStore.column_families())
+    with SessionStore(None, RETENTION, db=db) as store:
+        store.put(b"a", 0, 0, b"1")
+    assert not db.closed  # not owned: its owner closes it
+    db.close()
+    with SessionStore(tmp_path / "s", RETENTION) as reopened:
+        assert reopened.fetch_session(b"a", 0, 0) == b"1"
+    for path, open_db in ((None, None), (tmp_path / "s", db)):
+        with pytest.raises(TypeError, match="a path or db="):
+            SessionStore(path, RETENTION, db=open_db)
+
+
 def test_column_families_and_defaults() -> None:
     assert SessionStore.column_families() == (DEFAULT_CF, SEGMENTS_META_CF)
     assert SessionStoreWithHeaders.column_families() == (

@@ -604,6 +604,19 @@ def test_over_an_uncommitted_bytes_store(tmp_path: Path, cls: Any) -> None:
         assert adapter.unwrap(reopened.fetch(k(1), 5)) == b"y"
 
 
+def test_the_constructor_takes_a_path_or_an_open_db(tmp_path: Path) -> None:
+    db = RocksDBBytesStore(tmp_path / "db", WindowStore.column_families())
+    with WindowStore(None, RETENTION, WINDOW_SIZE, db=db) as store:
+        store.put(k(1), b"x", 5)
+    assert not db.closed  # not owned: its owner closes it
+    db.close()
+    with WindowStore(tmp_path / "db", RETENTION, WINDOW_SIZE) as reopened:
+        assert reopened.fetch(k(1), 5) == b"x"
+    for path, open_db in ((None, None), (tmp_path / "db", db)):
+        with pytest.raises(TypeError, match="a path or db="):
+            WindowStore(path, RETENTION, WINDOW_SIZE, db=open_db)
+
+
 def test_column_families() -> None:
     assert WindowStore.column_families() == ("default", SEGMENTS_META_CF)
     assert TimestampedWindowStore.column_families() == (
