@@ -37,10 +37,14 @@ from stores.columns.decode import ByteColumn, segment_ids, stored_values, value_
 from stores.columns.encode import big_endian_column, concat_rows
 from stores.columns.key_sort import key_runs, run_lasts
 from stores.records import UNKNOWN_TIMESTAMP
-from stores.segments import PREFIX_SIZE as _PREFIX
-from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY, segment_id
+from stores.segments.store import (
+    EXPIRED_SEGMENT_WARNING,
+    SEGMENTS_META_CF,
+    STREAM_TIME_KEY,
+    segment_id,
+)
+from stores.segments.store import PREFIX_SIZE as _PREFIX
 from stores.window.format import MAX_LONG, MAX_SEQNUM, SEQNUM_KEY, encode_seqnum
-from stores.window.lookups import EXPIRED_SEGMENT_WARNING
 
 _TIME = pa.int64()
 _BYTES = pa.large_binary()

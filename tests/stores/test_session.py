@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
-from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY
+from stores.segments.store import SEGMENTS_META_CF, STREAM_TIME_KEY
 from stores.session.format import (
     MAX_LONG,
     SESSION_HEADERS_CF,
@@ -639,7 +639,7 @@ def test_headers_store_reads_plain_store_read_only(tmp_path: Path) -> None:
 def test_a_session_of_an_expired_segment_is_skipped_with_kafka_s_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from stores.window.lookups import EXPIRED_SEGMENT_WARNING
+    from stores.segments.store import EXPIRED_SEGMENT_WARNING
 
     with SessionStore(tmp_path / "row", retention_ms=100) as store:
         store.put(b"a", 1_000_000, 1_000_000, b"new")

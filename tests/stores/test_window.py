@@ -26,7 +26,7 @@ from stores.records import (
     ValueTimestampHeaders,
     Windowed,
 )
-from stores.segments import SEGMENTS_META_CF, segment_prefix
+from stores.segments.store import INVALID_KEY_RANGE_WARNING, SEGMENTS_META_CF, segment_prefix
 from stores.window.format import (
     TIMESTAMPED_HEADERS_CF,
     WINDOW_HEADERS_CF,
@@ -37,7 +37,6 @@ from stores.window.format import (
     upper_range,
 )
 from stores.window.store import (
-    INVALID_KEY_RANGE_WARNING,
     TimestampedWindowStore,
     TimestampedWindowStoreWithHeaders,
     WindowStore,
