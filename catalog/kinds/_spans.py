@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from catalog.kinds._base import BATCH_ROWS, TIME, Layout, Param, Runs, Scan, StoreKind, known
-from stores.window.columns import SpanBase
+from stores.segments.columns import SegmentedBase as SpanBase
 
 RETENTION = Param("retention_ms", "retention", "duration", required=True, example="'1 day' or ms")
 SEGMENT_INTERVAL = Param("segment_interval_ms", "segmentInterval", "duration")

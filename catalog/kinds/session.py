@@ -18,8 +18,8 @@ from catalog.kinds._base import (
 from catalog.kinds._spans import HEADERS_PARAM, RETENTION, SEGMENT_INTERVAL, SpanKind
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.query import Query, WindowRangeQuery
+from stores.session.columns import session_base, session_read, session_rows
 from stores.session.store import SessionStore, SessionStoreWithHeaders, default_segment_interval_ms
-from stores.window.columns import session_base, session_read, session_rows
 
 
 def _store_class(params: dict[str, Any]) -> Any:
