@@ -4,25 +4,42 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass, replace
+from enum import Enum
 from typing import Any, TypeVar
 
 from stores.query._checks import millis, not_none
 from stores.query._text import java, optional, optional_instant
-from stores.query.results import ResultOrder
 
 Q = TypeVar("Q", bound="Query")
 _MISSING: Any = object()
+#: The fields that hold keys, and the names ``Query.key_fields`` gives them.
+_KEY_FIELDS = {"_key": "key", "_lower": "lower", "_upper": "upper"}
+
+
+class ResultOrder(Enum):
+    """Order of range and multi-version results (Kafka's ``ResultOrder``)."""
+
+    ANY = "ANY"
+    ASCENDING = "ASCENDING"
+    DESCENDING = "DESCENDING"
 
 
 class Query:
     """Base of every query. ``map_keys`` rewrites the query's keys (the catalog serializes
     typed keys with it); ``routing_key`` is the one key the query is about, if any."""
 
+    def key_fields(self) -> dict[str, Any]:
+        """The query's keys by role, as held (a bound may be None): ``key`` of a key query,
+        ``lower`` and ``upper`` of a range; empty for a query without keys (Kafka's custom
+        ``Query`` types)."""
+        fields = _KEY_FIELDS.items()
+        return {role: getattr(self, name) for name, role in fields if hasattr(self, name)}
+
     def map_keys(self: Q, convert: Callable[[Any], Any]) -> Q:
         """A copy with every key and key bound passed through ``convert`` (None stays None)."""
         changes = {
             name: None if getattr(self, name) is None else convert(getattr(self, name))
-            for name in ("_key", "_lower", "_upper")
+            for name in _KEY_FIELDS
             if hasattr(self, name)
         }
         if not changes or not is_dataclass(self):
@@ -495,6 +512,7 @@ __all__ = [
     "MultiVersionedKeyQuery",
     "Query",
     "RangeQuery",
+    "ResultOrder",
     "TimestampedKeyQuery",
     "TimestampedKeyWithHeadersQuery",
     "TimestampedRangeQuery",
