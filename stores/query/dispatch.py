@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from stores.bytes.rocksdb import is_rocksdb_failure
+from stores.checks import MAX_LONG, MIN_LONG
 from stores.errors import CorruptDataError, InvalidOptionError, UnsupportedQueryError
 from stores.iterators import KeyValueIterator
 from stores.key_value.store import KeyValueStore
-from stores.query._checks import MAX_LONG, MIN_LONG
 from stores.query.position import Position, PositionBound, is_permitted
 from stores.query.queries import (
     KeyQuery,
