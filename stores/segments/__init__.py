@@ -1,11 +1,14 @@
 """The segmented engine under the window and session stores (Kafka's segmented bytes stores).
 
-Below the two kinds and above the bytes backends: what a window store and a session store share,
-written once. Neither kind imports the other; both import this package.
+Below the two kinds and above the bytes backends: what a window store and a session store
+share, written once. Neither kind imports the other; both import this package, which imports
+neither.
 
 - :mod:`~stores.segments.store`: ``SegmentedBytesStore``, rows filed in time segments with
   Kafka's retention and expiry (the layout table is at its top), and Kafka's warnings that both
   stores log.
+- :mod:`~stores.segments.base`: ``SegmentedStoreBase``, the base of both stores: a bytes store
+  opened from a path or wrapped (``db=``), the segmented layer over it, and the life cycle.
 - :mod:`~stores.segments.lookups`: ``SegmentedLookups``, the bulk put and scan machinery that
   the window and session lookups (``stores.window.lookups``, ``stores.session.lookups``) build
   on.

@@ -22,6 +22,7 @@ from typing import Any
 
 from stores.errors import InvalidOptionError
 from stores.segments.lookups import (
+    BatchDecoder,
     SegmentedLookups,
     checked_batch_rows,
     checked_columns,
@@ -118,7 +119,7 @@ class SessionLookups:
 
     def _decoder(
         self, earliest_end: int, low: int | None, high: int | None
-    ) -> Callable[[list[bytes], list[bytes]], tuple[list[Any], ...] | None]:
+    ) -> BatchDecoder:
         decode = self._format.decode_columns
 
         def columns(binaries: list[bytes], raws: list[bytes]) -> tuple[list[Any], ...] | None:

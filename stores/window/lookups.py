@@ -24,6 +24,7 @@ from typing import Any
 from stores.checks import MIN_LONG
 from stores.errors import InvalidOptionError
 from stores.segments.lookups import (
+    BatchDecoder,
     SegmentedLookups,
     TimeColumn,
     checked_batch_rows,
@@ -145,7 +146,7 @@ class WindowLookups:
 
     def _decoder(
         self, low: int, high: int
-    ) -> Callable[[list[bytes], list[bytes]], tuple[list[Any], ...] | None]:
+    ) -> BatchDecoder:
         decode, size = self._format.decode_columns, self._window_size
 
         def columns(store_keys: list[bytes], raws: list[bytes]) -> tuple[list[Any], ...] | None:

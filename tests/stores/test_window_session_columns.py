@@ -138,7 +138,7 @@ def _runs(db: RocksDBBytesStore, families: tuple[str, ...]) -> dict[str, tuple[p
 @pytest.fixture(scope="module", autouse=True)
 def _root(tmp_path_factory: pytest.TempPathFactory) -> None:
     global _ROOT
-    _ROOT = tmp_path_factory.mktemp("span-stores")
+    _ROOT = tmp_path_factory.mktemp("window-session-stores")
 
 
 _ROOT: Any = None
