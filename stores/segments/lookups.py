@@ -27,9 +27,9 @@ from stores.segments.store import EXPIRED_SEGMENT_WARNING, SegmentedBytesStore
 #: Raw scan batches of a segmented layer: ``(store keys, stored values)`` lists.
 RawBatches = Iterator[tuple[list[bytes], list[bytes]]]
 #: A kind's decoding of one raw batch into its column lists, or None if no row is kept.
-BatchDecoder = Callable[[list[bytes], list[bytes]], "tuple[list[Any], ...] | None"]
+BatchDecoder = Callable[[list[bytes], list[bytes]], tuple[list[Any], ...] | None]
 #: A time column of ``put_columns``: its items, its name, its minimum.
-TimeColumn = tuple["Sequence[Any]", str, int]
+TimeColumn = tuple[Sequence[Any], str, int]
 
 
 @dataclass(frozen=True)
