@@ -812,7 +812,7 @@ class StoreTable:
         """The whole store at its latest commit (``as_of`` an instant, for versioned stores:
         epoch ms, an aware datetime or an ISO-8601 string with a zone; ``scan`` for a window
         start range), read in this process."""
-        from stores.query._checks import millis
+        from stores.time import instant_ms as millis
 
         if versions not in ("latest", "all"):
             raise InvalidOptionError(f"versions is {versions!r}; accepted: 'latest' or 'all'")

@@ -1,6 +1,6 @@
-"""Column lists for the bulk paths of the segmented stores: the argument checks of the window
-and session stores' ``put_columns`` (public through :mod:`stores.segments`) and the chunking
-and key-order merging of :meth:`stores.segments.SegmentedBytesStore.scan_columns` batches.
+"""Column lists for the bulk paths of the stores: the argument checks of their
+``put_columns``, and the chunking and key-order merging of scan batches (as
+:meth:`stores.segments.store.SegmentedBytesStore.scan_columns` merges its segments).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def chunked(
         yield [key for key, _ in chunk], [value for _, value in chunk]
 
 
-def _merge_columns(
+def merge_columns(
     cursors: list[Iterator[tuple[list[bytes], list[bytes]]]], batch_rows: int
 ) -> Iterator[tuple[list[bytes], list[bytes]]]:
     """Merge column batches, each stream sorted by key, into key order (stable: on equal keys

@@ -119,8 +119,9 @@ class ByteColumn:
 
 
 def segment_ids(times: Ints, interval: int) -> Ints:
-    """The segment id of each time (Java's truncating division): ``stores.segments.segment_id``
-    and ``stores.versioned.format.segment_id`` over an array, for the keys' segment prefixes."""
+    """The segment id of each time (Java's truncating division):
+    ``stores.segments.store.segment_id`` and ``stores.versioned.format.segment_id`` over an
+    array, for the keys' segment prefixes."""
     quotient = np.abs(times) // interval
     return np.where(times >= 0, quotient, -quotient)
 

@@ -30,11 +30,11 @@ finds out it cannot answer it, so it may fail ``NOT_UP_TO_BOUND`` first; other t
 ``UNKNOWN_QUERY_TYPE`` at once. Timestamps are epoch ms (an aware ``datetime`` is accepted).
 
 Modules: :mod:`~stores.query.position` (``Position``, ``PositionBound``, ``is_permitted``),
-:mod:`~stores.query.results` (``QueryResult``, ``FailureReason``, ``ResultOrder``),
-:mod:`~stores.query.queries` (the query classes), :mod:`~stores.query.dispatch` (``query``,
-``absent_result``, ``store_family`` and the per-store handlers). ``QueryError`` and
-``UnsupportedQueryError`` live in :mod:`stores.errors`, ``ReadOnlyRecord`` in
-:mod:`stores.records`; all are re-exported here.
+:mod:`~stores.query.results` (``QueryResult``, ``FailureReason``),
+:mod:`~stores.query.queries` (the query classes and ``ResultOrder``),
+:mod:`~stores.query.dispatch` (``query``, ``absent_result``, ``store_family`` and the
+per-store handlers). ``QueryError`` and ``UnsupportedQueryError`` live in
+:mod:`stores.errors`, ``ReadOnlyRecord`` in :mod:`stores.records`; all are re-exported here.
 """
 
 from stores.errors import QueryError, UnsupportedQueryError
@@ -45,6 +45,7 @@ from stores.query.queries import (
     MultiVersionedKeyQuery,
     Query,
     RangeQuery,
+    ResultOrder,
     TimestampedKeyQuery,
     TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
@@ -55,7 +56,7 @@ from stores.query.queries import (
     WindowKeyQuery,
     WindowRangeQuery,
 )
-from stores.query.results import FailureReason, QueryResult, ResultOrder
+from stores.query.results import FailureReason, QueryResult
 from stores.records import ReadOnlyRecord
 
 __all__ = [

@@ -12,16 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from stores.bytes.rocksdb import is_rocksdb_failure
+from stores.checks import MAX_LONG, MIN_LONG
 from stores.errors import CorruptDataError, InvalidOptionError, UnsupportedQueryError
 from stores.iterators import KeyValueIterator
 from stores.key_value.store import KeyValueStore
-from stores.query._checks import MAX_LONG, MIN_LONG
 from stores.query.position import Position, PositionBound, is_permitted
 from stores.query.queries import (
     KeyQuery,
     MultiVersionedKeyQuery,
     Query,
     RangeQuery,
+    ResultOrder,
     TimestampedKeyQuery,
     TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
@@ -31,10 +32,8 @@ from stores.query.queries import (
     VersionedKeyQuery,
     WindowKeyQuery,
     WindowRangeQuery,
-    _Range,
-    _WindowRange,
 )
-from stores.query.results import FailureReason, QueryResult, ResultOrder, _class_name, _Placeholder
+from stores.query.results import FailureReason, QueryResult, _class_name, _Placeholder
 from stores.records import KeyValue, ReadOnlyRecord, ValueAndTimestamp
 from stores.session.store import SessionStore, SessionStoreWithHeaders
 from stores.timestamped.store import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
@@ -59,6 +58,11 @@ _STORE_CLASSES: tuple[tuple[type, str], ...] = (
     (SessionStoreWithHeaders, "session_headers"),
     (SessionStore, "session"),
 )
+
+#: The key range queries, and the window range queries (Kafka names their getters differently).
+_KeyRange = RangeQuery | TimestampedRangeQuery | TimestampedRangeWithHeadersQuery
+_WindowRangeQuery = WindowRangeQuery | TimestampedWindowRangeWithHeadersQuery
+_WINDOW_RANGES = (WindowRangeQuery, TimestampedWindowRangeWithHeadersQuery)
 
 # Query types that Kafka's basic layer (StoreQueryUtils) knows: their position bound is checked
 # before the store finds out whether it can answer them.
@@ -145,7 +149,9 @@ def absent_result(
     return _answer(
         _Placeholder(store_class), store_class, query, position_bound, position, partition,
         collect_execution_info,
-        lambda handler: None if handler.single else KeyValueIterator(iter(()), store_class.__name__),
+        lambda handler: (
+            None if handler.single else KeyValueIterator(iter(()), store_class.__name__)
+        ),
         described_as,
     )
 
@@ -228,24 +234,24 @@ def _closing(source: Iterator[Any]) -> Iterator[Any]:
 
 
 def _check_keys(query: Query) -> None:
-    for name in ("_key", "_lower", "_upper"):
-        value = getattr(query, name, None)
+    for name, value in query.key_fields().items():
         if value is not None and not isinstance(value, bytes):
             raise InvalidOptionError(
-                f"a store-level query needs bytes keys; {name.lstrip('_')} is "
+                f"a store-level query needs bytes keys; {name} is "
                 f"{type(value).__name__} (typed keys are for the catalog's query)"
             )
 
 
 def _wrong_form(store: Any, query: Query, family: str | None, shown: Query) -> QueryResult | None:
     """The failure Kafka gives for the form of a window range query a store does not take."""
-    if not isinstance(query, _WindowRange) or family is None:
+    if not isinstance(query, _WINDOW_RANGES) or family is None:
         return None
-    if family.startswith("session") and query._key is None:
+    key = _window_range_key(query)
+    if family.startswith("session") and key is None:
         return QueryResult.for_unknown_query_type(
             shown, store, " because SessionStores only support WindowRangeQuery.withKey"
         )
-    if "window" in family and query._key is not None:
+    if "window" in family and key is not None:
         return QueryResult.for_unknown_query_type(
             shown, store,
             " because WindowStores only supports WindowRangeQuery.withWindowStartRange",
@@ -280,11 +286,27 @@ def _close(entries: Any) -> None:
         close()
 
 
-def _kv_range(store: Any, query: _Range) -> Iterator[tuple[Any, Any]]:
+def _kv_range(store: Any, query: _KeyRange) -> Iterator[tuple[Any, Any]]:
     descending = query.result_order() is ResultOrder.DESCENDING
-    if query._lower is None and query._upper is None:
+    if isinstance(query, RangeQuery):  # Kafka's getters: getLowerBound, or lowerBound (KIP-992)
+        lower, upper = query.get_lower_bound(), query.get_upper_bound()
+    else:
+        lower, upper = query.lower_bound(), query.upper_bound()
+    if lower is None and upper is None:
         return iter(store.all(reverse=descending))
-    return iter(store.range(query._lower, query._upper, reverse=descending))
+    return iter(store.range(lower, upper, reverse=descending))
+
+
+def _window_range_key(query: _WindowRangeQuery) -> Any:
+    """The key of a window range query (set by ``with_key``; None for a start range)."""
+    return query.get_key() if isinstance(query, WindowRangeQuery) else query.key()
+
+
+def _window_times(query: _WindowRangeQuery) -> tuple[int | None, int | None]:
+    """The window-start bounds of a window range query (None unless ``with_window_start_range``)."""
+    if isinstance(query, WindowRangeQuery):
+        return query.get_time_from(), query.get_time_to()
+    return query.time_from(), query.time_to()
 
 
 def _plain(value: Any) -> Any:
@@ -307,12 +329,12 @@ def _checked_record(key: Any, value: Any, when: int) -> ReadOnlyRecord:
     return ReadOnlyRecord(key, value.value, when, value.headers)
 
 
-def _kv_key(store: Any, query: Any) -> Any:
-    return store.get(query._key)
+def _kv_key(store: Any, query: KeyQuery) -> Any:
+    return store.get(query.get_key())
 
 
 def _ts_key_record(store: Any, query: TimestampedKeyWithHeadersQuery) -> Any:
-    found = store.get(query._key)
+    found = store.get(query.key())
     if found is None:
         return None
     if found.timestamp < 0:
@@ -321,10 +343,10 @@ def _ts_key_record(store: Any, query: TimestampedKeyWithHeadersQuery) -> Any:
             f"Stored record for the queried key has a negative timestamp ({found.timestamp}); "
             "cannot construct a ReadOnlyRecord.",
         )
-    return ReadOnlyRecord(query._key, found.value, found.timestamp, found.headers)
+    return ReadOnlyRecord(query.key(), found.value, found.timestamp, found.headers)
 
 
-def _ts_range_records(store: Any, query: _Range) -> Iterator[ReadOnlyRecord]:
+def _ts_range_records(store: Any, query: _KeyRange) -> Iterator[ReadOnlyRecord]:
     return _records(_kv_range(store, query), lambda key, value: value.timestamp)
 
 
@@ -345,12 +367,13 @@ def _unsupported_range(store: Any, query: Any) -> Any:
 
 
 def _versioned_key(store: Any, query: VersionedKeyQuery) -> Any:
-    return store.get(query._key, query._as_of)
+    return store.get(query.key(), query.as_of_timestamp())
 
 
 def _multi_bounds(query: MultiVersionedKeyQuery) -> tuple[int, int]:
-    lower = MIN_LONG if query._from is None else query._from
-    upper = MAX_LONG if query._to is None else query._to
+    from_time, to_time = query.from_time(), query.to_time()
+    lower = MIN_LONG if from_time is None else from_time
+    upper = MAX_LONG if to_time is None else to_time
     if lower > upper:
         raise InvalidOptionError(
             "The `fromTime` timestamp must be smaller than the `toTime` timestamp "
@@ -362,43 +385,44 @@ def _multi_bounds(query: MultiVersionedKeyQuery) -> tuple[int, int]:
 def _multi_versions(store: Any, query: MultiVersionedKeyQuery) -> Iterator[Any]:
     lower, upper = _multi_bounds(query)
     ascending = query.result_order() is ResultOrder.ASCENDING
-    return iter(store.versions(query._key, lower, upper, ascending=ascending))
+    return iter(store.versions(query.key(), lower, upper, ascending=ascending))
 
 
 def _window_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
     def run(store: Any, query: WindowKeyQuery) -> Any:
-        return _pairs(store.fetch(query._key, query._time_from, query._time_to), convert)
+        entries = store.fetch(query.get_key(), query.get_time_from(), query.get_time_to())
+        return _pairs(entries, convert)
 
     return run
 
 
 def _window_range(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
-    def run(store: Any, query: _WindowRange) -> Any:
-        return _pairs(store.fetch_all(query._time_from, query._time_to), convert)
+    def run(store: Any, query: WindowRangeQuery) -> Any:
+        return _pairs(store.fetch_all(*_window_times(query)), convert)
 
     return run
 
 
 def _window_key_records(store: Any, query: TimestampedWindowKeyWithHeadersQuery) -> Any:
-    entries = store.fetch(query._key, query._key, query._time_from, query._time_to)
+    entries = store.fetch(query.key(), query.key(), query.time_from(), query.time_to())
     return _records(entries, lambda key, value: value.timestamp)
 
 
-def _window_range_records(store: Any, query: _WindowRange) -> Any:
-    entries = store.fetch_all(query._time_from, query._time_to)
+def _window_range_records(store: Any, query: TimestampedWindowRangeWithHeadersQuery) -> Any:
+    entries = store.fetch_all(*_window_times(query))
     return _records(entries, lambda key, value: value.timestamp)
 
 
 def _session_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
-    def run(store: Any, query: _WindowRange) -> Any:
-        return _pairs(store.fetch(query._key), convert)
+    def run(store: Any, query: WindowRangeQuery) -> Any:
+        return _pairs(store.fetch(query.get_key()), convert)
 
     return run
 
 
-def _session_records(store: Any, query: _WindowRange) -> Any:
+def _session_records(store: Any, query: TimestampedWindowRangeWithHeadersQuery) -> Any:
     # A session has no event time of its own: Kafka stamps its record with the session end.
-    return _records(store.fetch(query._key), lambda key, value: key.window.end)
+    return _records(store.fetch(query.key()), lambda key, value: key.window.end)
 
 
 def _handlers() -> dict[tuple[str, type], _Handler]:
@@ -412,10 +436,8 @@ def _handlers() -> dict[tuple[str, type], _Handler]:
         ("versioned", MultiVersionedKeyQuery): _Handler(_multi_versions, many),
     }
     for family in ("ts_kv", "ts_kv_headers"):
-        table[(family, KeyQuery)] = _Handler(lambda s, q: _plain(s.get(q._key)), one)
-        table[(family, TimestampedKeyQuery)] = _Handler(
-            lambda s, q: _stamped(s.get(q._key)), one
-        )
+        table[(family, KeyQuery)] = _Handler(lambda s, q: _plain(s.get(q.get_key())), one)
+        table[(family, TimestampedKeyQuery)] = _Handler(lambda s, q: _stamped(s.get(q.key())), one)
         table[(family, RangeQuery)] = _Handler(lambda s, q: _pairs(_kv_range(s, q), _plain), many)
         table[(family, TimestampedRangeQuery)] = _Handler(
             lambda s, q: _pairs(_kv_range(s, q), _stamped), many

@@ -4,25 +4,43 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass, replace
+from enum import Enum
 from typing import Any, TypeVar
 
-from stores.query._checks import millis, not_none
+from stores.query._checks import not_none
 from stores.query._text import java, optional, optional_instant
-from stores.query.results import ResultOrder
+from stores.time import instant_ms
 
 Q = TypeVar("Q", bound="Query")
 _MISSING: Any = object()
+#: The fields that hold keys, and the names ``Query.key_fields`` gives them.
+_KEY_FIELDS = {"_key": "key", "_lower": "lower", "_upper": "upper"}
+
+
+class ResultOrder(Enum):
+    """Order of range and multi-version results (Kafka's ``ResultOrder``)."""
+
+    ANY = "ANY"
+    ASCENDING = "ASCENDING"
+    DESCENDING = "DESCENDING"
 
 
 class Query:
     """Base of every query. ``map_keys`` rewrites the query's keys (the catalog serializes
     typed keys with it); ``routing_key`` is the one key the query is about, if any."""
 
+    def key_fields(self) -> dict[str, Any]:
+        """The query's keys by role, as held (a bound may be None): ``key`` of a key query,
+        ``lower`` and ``upper`` of a range; empty for a query without keys (Kafka's custom
+        ``Query`` types)."""
+        fields = _KEY_FIELDS.items()
+        return {role: getattr(self, name) for name, role in fields if hasattr(self, name)}
+
     def map_keys(self: Q, convert: Callable[[Any], Any]) -> Q:
         """A copy with every key and key bound passed through ``convert`` (None stays None)."""
         changes = {
             name: None if getattr(self, name) is None else convert(getattr(self, name))
-            for name in ("_key", "_lower", "_upper")
+            for name in _KEY_FIELDS
             if hasattr(self, name)
         }
         if not changes or not is_dataclass(self):
@@ -260,7 +278,7 @@ class VersionedKeyQuery(Query):
             InvalidOptionError: the timestamp is None or not epoch ms.
         """
         not_none(as_of_timestamp, "asOfTimestamp can not be null.")
-        return replace(self, _as_of=millis(as_of_timestamp, "as_of_timestamp"))
+        return replace(self, _as_of=instant_ms(as_of_timestamp, "as_of_timestamp"))
 
     def key(self) -> Any:
         """The key."""
@@ -302,7 +320,8 @@ class MultiVersionedKeyQuery(Query):
         """
         if from_time is _MISSING:
             return self._from
-        return replace(self, _from=None if from_time is None else millis(from_time, "from_time"))
+        start = None if from_time is None else instant_ms(from_time, "from_time")
+        return replace(self, _from=start)
 
     def to_time(self, to_time: Any = _MISSING) -> Any:
         """With an argument, the query up to that time (None: unbounded); without, the bound.
@@ -312,7 +331,7 @@ class MultiVersionedKeyQuery(Query):
         """
         if to_time is _MISSING:
             return self._to
-        return replace(self, _to=None if to_time is None else millis(to_time, "to_time"))
+        return replace(self, _to=None if to_time is None else instant_ms(to_time, "to_time"))
 
     def with_ascending_timestamps(self) -> MultiVersionedKeyQuery:
         """Oldest version first."""
@@ -356,8 +375,8 @@ class WindowKeyQuery(Query):
         """
         return WindowKeyQuery(
             not_none(key, "the key should not be null"),
-            millis(time_from, "time_from"),
-            millis(time_to, "time_to"),
+            instant_ms(time_from, "time_from"),
+            instant_ms(time_to, "time_to"),
         )
 
     def get_key(self) -> Any:
@@ -398,7 +417,7 @@ class _WindowRange(Query):
         Raises:
             InvalidOptionError: a time is not epoch ms.
         """
-        return cls(None, millis(time_from, "time_from"), millis(time_to, "time_to"))
+        return cls(None, instant_ms(time_from, "time_from"), instant_ms(time_to, "time_to"))
 
     def _fields(self) -> list[tuple[str, str]]:
         return _window_fields(optional(self._key), self._time_from, self._time_to)
@@ -452,8 +471,8 @@ class TimestampedWindowKeyWithHeadersQuery(Query):
         """
         return TimestampedWindowKeyWithHeadersQuery(
             not_none(key, "the key should not be null"),
-            millis(time_from, "time_from"),
-            millis(time_to, "time_to"),
+            instant_ms(time_from, "time_from"),
+            instant_ms(time_to, "time_to"),
         )
 
     def key(self) -> Any:
@@ -495,6 +514,7 @@ __all__ = [
     "MultiVersionedKeyQuery",
     "Query",
     "RangeQuery",
+    "ResultOrder",
     "TimestampedKeyQuery",
     "TimestampedKeyWithHeadersQuery",
     "TimestampedRangeQuery",

@@ -1,4 +1,4 @@
-"""A query's outcome: ``QueryResult``, its ``FailureReason``, and ``ResultOrder``."""
+"""A query's outcome: ``QueryResult`` and its ``FailureReason``."""
 
 from __future__ import annotations
 
@@ -22,14 +22,6 @@ class FailureReason(Enum):
     NOT_PRESENT = "NOT_PRESENT"
     DOES_NOT_EXIST = "DOES_NOT_EXIST"
     STORE_EXCEPTION = "STORE_EXCEPTION"
-
-
-class ResultOrder(Enum):
-    """Order of range and multi-version results (Kafka's ``ResultOrder``)."""
-
-    ANY = "ANY"
-    ASCENDING = "ASCENDING"
-    DESCENDING = "DESCENDING"
 
 
 class QueryResult:
@@ -179,4 +171,4 @@ def _class_name(store: Any) -> str:
     return java_class(store if isinstance(store, type) else type(store))
 
 
-__all__ = ["FailureReason", "QueryResult", "ResultOrder"]
+__all__ = ["FailureReason", "QueryResult"]

@@ -23,8 +23,8 @@ from stores.engine import (
     time_order,
 )
 from stores.query import Query, WindowRangeQuery
+from stores.session.columns import session_base, session_read, session_rows
 from stores.session.store import SessionStore, SessionStoreWithHeaders
-from stores.window.columns import session_base, session_read, session_rows
 
 
 def _store_class(params: dict[str, Any]) -> Any:

@@ -4,8 +4,8 @@ A session key is Kafka's ``SessionKeySchema.toBinary``: the serialized record ke
 session's end, then its start (8-byte big-endian signed longs, as Java's ``ByteBuffer`` writes
 them). Sessions are filed in the segment of their *end* time (``segmentTimestamp`` is the end),
 so a whole segment of closed sessions expires at once. Kafka keeps one RocksDB per segment; this
-library keeps *logical* segments (an 8-byte segment-id prefix, :mod:`stores.segments`) in one
-RocksDB.
+library keeps *logical* segments (an 8-byte segment-id prefix, :mod:`stores.segments.store`) in
+one RocksDB.
 
 ==============================  ============================  ==================================
 column family                   RocksDB key                   RocksDB value
@@ -32,14 +32,20 @@ share a prefix (``a`` and ``aa``) interleave by bytes, exactly as in Kafka's Roc
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from stores.errors import CorruptDataError
+from stores.errors import CorruptDataError, InvalidOptionError
 from stores.formats.headers import (
     convert_to_header_format,
     decode_with_headers,
     encode_with_headers,
+    headed_column,
+    split_headers_column,
 )
 from stores.records import Headers, ValueAndHeaders
+from stores.segments.store import Converter
 
 #: Kafka's ``RocksDBMigratingSessionStoreWithHeaders`` column family of header-aware values.
 SESSION_HEADERS_CF = "sessionKeyValueWithHeaders"
@@ -178,9 +184,95 @@ def convert_plain_value(plain: bytes) -> bytes:
     return convert_to_header_format(plain)
 
 
+# -- value formats of the two store classes ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionValueFormat:
+    """How one session store class turns its aggregates into bytes, and where it keeps them:
+    per value (``encode`` refuses a wrong type; None is a delete) and per column (the bulk
+    paths: values as bytes or None, headers as KIP-1271 ``headersBytes``)."""
+
+    data_cf: str
+    legacy_cfs: tuple[tuple[str, Converter], ...]
+    headers: bool
+    encode: Callable[[Any], bytes | None]
+    decode: Callable[[bytes], Any]
+    encode_columns: Callable[[list[bytes | None], list[bytes | None] | None], list[bytes | None]]
+    decode_columns: Callable[[list[bytes]], tuple[list[bytes], ...]]
+
+
+def _encode_plain(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise InvalidOptionError(f"value must be bytes or None, got {type(value).__name__}")
+
+
+def _decode_plain(raw: bytes) -> bytes:
+    return raw
+
+
+def _encode_plain_columns(
+    values: list[bytes | None], headers: list[bytes | None] | None
+) -> list[bytes | None]:
+    return values
+
+
+def _decode_plain_columns(raws: list[bytes]) -> tuple[list[bytes], ...]:
+    return (raws,)
+
+
+def _encode_headers(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, ValueAndHeaders):
+        raise InvalidOptionError(
+            f"value must be ValueAndHeaders or None, got {type(value).__name__}"
+        )
+    if value.value is None:
+        return None  # Kafka: an aggregate serialized to null is a delete
+    payload = value.value
+    if not isinstance(payload, bytes):
+        if not isinstance(payload, (bytearray, memoryview)):
+            raise InvalidOptionError(
+                f"ValueAndHeaders.value must be bytes, got {type(payload).__name__}"
+            )
+        payload = bytes(payload)
+    return encode_with_headers_value(payload, value.headers)
+
+
+def _encode_headers_columns(
+    values: list[bytes | None], headers: list[bytes | None] | None
+) -> list[bytes | None]:
+    return headed_column(values, [None] * len(values) if headers is None else headers)
+
+
+def _decode_headers_columns(raws: list[bytes]) -> tuple[list[bytes], ...]:
+    headers, payloads = split_headers_column(raws)
+    return payloads, headers
+
+
+#: ``SessionStore``: the aggregate as is, in ``default``.
+PLAIN = SessionValueFormat(
+    SESSION_PLAIN_CF, (), False, _encode_plain, _decode_plain, _encode_plain_columns,
+    _decode_plain_columns,
+)  # fmt: skip
+#: ``SessionStoreWithHeaders``: ``[varint headersSize][headers][aggregate]``, reading a plain
+#: store's ``default`` family lazily with empty headers.
+WITH_HEADERS = SessionValueFormat(
+    SESSION_HEADERS_CF, ((SESSION_PLAIN_CF, convert_plain_value),), True, _encode_headers,
+    decode_with_headers_value, _encode_headers_columns, _decode_headers_columns,
+)  # fmt: skip
+
+
 __all__ = [
     "MAX_LONG",
     "MIN_LONG",
+    "PLAIN",
+    "WITH_HEADERS",
+    "SessionValueFormat",
     "SESSION_HEADERS_CF",
     "SESSION_PLAIN_CF",
     "SUFFIX_SIZE",

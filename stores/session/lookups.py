@@ -1,65 +1,67 @@
-"""The bulk column paths of the session stores (``put_columns``, ``scan_columns``): a mixin of
-:class:`stores.session.store._SessionStoreBase`, kept apart from the per-row API. Behaviour is
-documented in :mod:`stores.session.store`.
+"""The bulk column paths of the session stores (``put_columns``, ``scan_columns``): a
+collaborator of :class:`stores.session.store._SessionStoreBase`, which checks that it is open,
+hands the columns over and tracks the scans it returns; what the window and session paths
+share is :mod:`stores.segments.lookups`.
+
+Bulk paths (the catalog's materialization and Spark scans, no Python object per row):
+
+- ``put_columns(keys, values, starts, ends, headers=None)`` has exactly the effect of
+  ``put(keys[i], starts[i], ends[i], value)`` called row by row in order (values as bytes or
+  None; ``headers`` KIP-1271 ``headersBytes`` of a header-aware store, stored as given), staged
+  as one atomic batch.
+- ``scan_columns(batch_rows=65536, time_from=None, time_to=None)`` yields ``(keys, values,
+  starts, ends[, headersBytes])`` lists in ``all()`` order, optionally only the sessions whose
+  *start* lies in ``[time_from, time_to]`` (None: open; the catalog's window-start filter).
 """
 
 from __future__ import annotations
 
 import logging
-import weakref
-from collections.abc import Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
 
-from stores.bytes.rocksdb import RocksDBBytesStore
-from stores.checks import MIN_LONG
-from stores.checks import checked_long as _long
 from stores.errors import InvalidOptionError
-from stores.segments import (
-    SegmentedBytesStore,
-    check_same_length,
-    checked_bytes_column,
-    checked_long_column,
-    checked_optional_bytes_column,
+from stores.segments.lookups import (
+    BatchDecoder,
+    SegmentedLookups,
+    checked_batch_rows,
+    checked_columns,
+    checked_time_bound,
+    kept,
 )
+from stores.segments.store import SegmentedBytesStore
 from stores.session.format import (
     MAX_LONG,
+    SessionValueFormat,
     decode_session_key_column,
     session_key_suffixes,
 )
-from stores.window.lookups import EXPIRED_SEGMENT_WARNING
-
-_log = logging.getLogger("stores.session.store")
 
 
-class _SessionColumns:
-    """``put_columns`` and ``scan_columns`` over the store's segmented layer; the value layout
-    of the columns is the subclass's (``_HEADERS``, ``_encode_columns``, ``_decode_columns``)."""
+class SessionLookups:
+    """``put_columns`` and ``scan_columns`` of one session store, in its value format.
 
-    _segments: SegmentedBytesStore
-    _db: RocksDBBytesStore
-    _scans: weakref.WeakSet[Generator[Any, None, None]]
+    Args:
+        segments: the store's segmented layer.
+        fmt: the store's value format.
+        store_name: the store's class name (for messages).
+        alive: whether the store is still open (scans end quietly once it is not).
+    """
 
-    if TYPE_CHECKING:
-
-        @property
-        def closed(self) -> bool: ...
-
-        def _check_open(self) -> None: ...
-
-    # -- value layout of the columns (subclasses) ----------------------------------------------
-
-    #: Whether values carry headers (``put_columns`` takes ``headers``, scans yield them).
-    _HEADERS: bool = False
-
-    def _encode_columns(
-        self, values: list[bytes | None], headers: list[bytes | None] | None
-    ) -> list[bytes | None]:
-        return values
-
-    def _decode_columns(self, raws: list[bytes]) -> tuple[list[bytes], ...]:
-        return (raws,)
-
-    # -- bulk paths ----------------------------------------------------------------------------
+    def __init__(
+        self,
+        segments: SegmentedBytesStore,
+        fmt: SessionValueFormat,
+        *,
+        store_name: str,
+        alive: Callable[[], bool],
+    ) -> None:
+        # The session store's logger: the bulk path warns as ``put`` does.
+        self._bulk = SegmentedLookups(
+            segments, alive=alive, log=logging.getLogger("stores.session.store")
+        )
+        self._format = fmt
+        self._store_name = store_name
 
     def put_columns(
         self,
@@ -69,113 +71,75 @@ class _SessionColumns:
         ends: Sequence[int],
         headers: Sequence[bytes | None] | None = None,
     ) -> None:
-        """``put(keys[i], starts[i], ends[i], value)`` for each ``i`` in order, as one atomic
-        batch: the bulk-load path.
-
-        The effect is exactly that of the row-by-row puts: stream time advancing session by
-        session, sessions of expired segments dropped, a None value removing the session.
-        ``headers`` (header-aware stores only) are KIP-1271 ``headersBytes``, stored as given;
-        None or empty is no headers.
+        """The store's ``put_columns`` (:meth:`stores.session.store.SessionStore.put_columns`).
 
         Raises:
             InvalidOptionError: the columns differ in length, ``headers`` is given to a store
                 without headers, or an item has a wrong type or range (nothing is written).
-            StoreClosedError: the store is closed.
         """
-        self._check_open()
-        columns: list[Sequence[Any]] = [keys, values, starts, ends]
-        if headers is not None:
-            if not self._HEADERS:
-                raise InvalidOptionError(
-                    f"a {type(self).__name__} keeps no headers: pass headers=None to put_columns"
-                )
-            columns.append(headers)
-        check_same_length("put_columns", columns)
-        key_list = checked_bytes_column(keys, "keys")
-        value_list = checked_optional_bytes_column(values, "values")
-        start_list = checked_long_column(starts, "starts", 0)
-        end_list = checked_long_column(ends, "ends", 0)
+        columns = checked_columns(
+            self._store_name,
+            keys,
+            values,
+            [(starts, "starts", 0), (ends, "ends", 0)],
+            headers,
+            takes_headers=self._format.headers,
+        )
+        start_list, end_list = columns.times
         for start, end in zip(start_list, end_list):
             if end < start:
                 raise InvalidOptionError(f"end ({end}) must not be before start ({start})")
-        header_list = None if headers is None else checked_optional_bytes_column(headers, "headers")
-        raws = self._encode_columns(value_list, header_list)
+        raws = self._format.encode_columns(columns.values, columns.headers)
         suffixes = session_key_suffixes(start_list, end_list)
-        with self._db.operation():
-            dropped = self._segments.put_many(key_list, raws, end_list, key_suffixes=suffixes)
-        if dropped:
-            _log.warning("%s (%d records)", EXPIRED_SEGMENT_WARNING, dropped)
+        self._bulk.put(columns.keys, raws, end_list, suffixes)
 
     def scan_columns(
         self,
         batch_rows: int = 1 << 16,
         time_from: int | None = None,
         time_to: int | None = None,
-    ) -> Iterator[tuple[list[Any], ...]]:
-        """Every live session, as ``(keys, values, starts, ends[, headersBytes])`` lists of up
-        to ``batch_rows`` rows in ``all()`` order: the full-scan path.
-
-        ``time_from`` / ``time_to`` keep only the sessions whose start lies in the range (None:
-        open). Like ``all()``'s iterator, the scan ends quietly once the store is closed.
+    ) -> Generator[tuple[list[Any], ...], None, None]:
+        """The store's ``scan_columns`` (:meth:`stores.session.store.SessionStore.scan_columns`).
 
         Raises:
             InvalidOptionError: ``batch_rows`` is not a positive integer, or a time bound is
                 not an integer.
-            StoreClosedError: the store is closed.
-            CorruptDataError: a stored key or value does not follow the layout.
         """
-        self._check_open()
-        if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-            raise InvalidOptionError(
-                f"batch_rows must be a positive integer, got {batch_rows!r}"
-            )
-        low = None if time_from is None else _long(time_from, "time_from", MIN_LONG)
-        high = None if time_to is None else _long(time_to, "time_to", MIN_LONG)
-        earliest_end = self._segments.actual_from(0)
+        batch_rows = checked_batch_rows(batch_rows)
+        low = checked_time_bound(time_from, "time_from")
+        high = checked_time_bound(time_to, "time_to")
+        segments = self._bulk.segments
+        earliest_end = segments.actual_from(0)
         # A session starting at or after ``low`` ends there too: older segments can be skipped.
-        batches = self._segments.scan_columns(
+        batches = segments.scan_columns(
             max(earliest_end, 0 if low is None else low), MAX_LONG,
             batch_rows=batch_rows, key_order=True,
-        )
-        scan = self._columns(batches, earliest_end, low, high)
-        self._scans.add(scan)
-        return scan
+        )  # fmt: skip
+        return self._bulk.scan(batches, self._decoder(earliest_end, low, high))
 
-    def _columns(
-        self,
-        batches: Iterator[tuple[list[bytes], list[bytes]]],
-        earliest_end: int,
-        low: int | None,
-        high: int | None,
-    ) -> Generator[tuple[list[Any], ...], None, None]:
-        try:
-            while not self.closed:
-                batch = next(batches, None)
-                if batch is None:
-                    return
-                binaries, raws = batch
-                keys, starts, ends = decode_session_key_column(binaries)
-                if (
-                    min(ends) < earliest_end
-                    or (low is not None and min(starts) < low)
-                    or (high is not None and max(starts) > high)
-                ):
-                    keep = [
-                        i
-                        for i, (start, end) in enumerate(zip(starts, ends))
-                        if end >= earliest_end
-                        and (low is None or start >= low)
-                        and (high is None or start <= high)
-                    ]
-                    if not keep:
-                        continue
-                    keys = [keys[i] for i in keep]
-                    starts = [starts[i] for i in keep]
-                    ends = [ends[i] for i in keep]
-                    raws = [raws[i] for i in keep]
-                values, *rest = self._decode_columns(raws)
-                yield (keys, values, starts, ends, *rest)
-        finally:
-            close = getattr(batches, "close", None)
-            if close is not None:
-                close()
+    def _decoder(
+        self, earliest_end: int, low: int | None, high: int | None
+    ) -> BatchDecoder:
+        decode = self._format.decode_columns
+
+        def columns(binaries: list[bytes], raws: list[bytes]) -> tuple[list[Any], ...] | None:
+            keys, starts, ends = decode_session_key_column(binaries)
+            if (
+                min(ends) < earliest_end
+                or (low is not None and min(starts) < low)
+                or (high is not None and max(starts) > high)
+            ):
+                keep = [
+                    i
+                    for i, (start, end) in enumerate(zip(starts, ends))
+                    if end >= earliest_end
+                    and (low is None or start >= low)
+                    and (high is None or start <= high)
+                ]
+                if not keep:
+                    return None
+                keys, starts, ends, raws = kept(keep, keys, starts, ends, raws)
+            values, *rest = decode(raws)
+            return (keys, values, starts, ends, *rest)
+
+        return columns

@@ -28,14 +28,7 @@ Iterators are :class:`stores.iterators.KeyValueIterator`; closing the store ends
 (``has_next()`` False), as Kafka's segmented stores do.
 
 Bulk paths (the catalog's materialization and Spark scans, no Python object per row):
-
-- ``put_columns(keys, values, starts, ends, headers=None)`` has exactly the effect of
-  ``put(keys[i], starts[i], ends[i], value)`` called row by row in order (values as bytes or
-  None; ``headers`` KIP-1271 ``headersBytes`` of a header-aware store, stored as given), staged
-  as one atomic batch.
-- ``scan_columns(batch_rows=65536, time_from=None, time_to=None)`` yields ``(keys, values,
-  starts, ends[, headersBytes])`` lists in ``all()`` order, optionally only the sessions whose
-  *start* lies in ``[time_from, time_to]`` (None: open; the catalog's window-start filter).
+``put_columns`` and ``scan_columns``, described in :mod:`stores.session.lookups`.
 """
 
 from __future__ import annotations
@@ -46,38 +39,42 @@ import logging
 import operator
 import os
 import weakref
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from types import GeneratorType
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.checks import checked_bytes as _key
 from stores.checks import checked_long as _long
-from stores.errors import InvalidOptionError, StoreClosedError
-from stores.formats.headers import headed_column, split_headers_column
 from stores.iterators import KeyValueIterator
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
-from stores.segments import (
-    SEGMENTS_META_CF,
-    Converter,
-    SegmentedBytesStore,
+from stores.segments.base import SegmentedStoreBase
+from stores.segments.store import (
+    EXPIRED_SEGMENT_WARNING,
+    INVALID_KEY_RANGE_WARNING,
+    column_families,
     segment_prefix,
 )
-from stores.session.arguments import _bind, _count, _optional_key, _session, _windowed
+from stores.session.arguments import (
+    _bind,
+    _configure,
+    _count,
+    _search_arguments,
+    _session,
+    _windowed,
+)
 from stores.session.format import (
     MAX_LONG,
-    SESSION_HEADERS_CF,
-    convert_plain_value,
+    PLAIN,
+    WITH_HEADERS,
+    SessionValueFormat,
     decode_session_key,
-    decode_with_headers_value,
     encode_session_key,
-    encode_with_headers_value,
     lower_bound,
     single_key_bounds,
     upper_bound,
 )
-from stores.session.lookups import _SessionColumns
-from stores.window.lookups import EXPIRED_SEGMENT_WARNING
+from stores.session.lookups import SessionLookups
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +83,6 @@ S = TypeVar("S", bound="_SessionStoreBase[Any]")
 
 #: Kafka's ``AggregationWithHeaders``: ``value`` is Kafka's ``aggregation()``.
 AggregationWithHeaders = ValueAndHeaders
-
-_INVERTED_RANGE_WARNING = (
-    "Returning empty iterator for fetch with invalid key range: from > to. This may be due to "
-    "range arguments set in the wrong order, or serdes that don't preserve ordering when "
-    "lexicographically comparing the serialized bytes. Note that the built-in numerical serdes "
-    "do not follow this for negative numbers"
-)
 
 
 def default_segment_interval_ms(retention_ms: int) -> int:
@@ -105,34 +95,41 @@ def default_segment_interval_ms(retention_ms: int) -> int:
     return max(_long(retention_ms, "retention_ms", 0) // 2, 60_000)
 
 
-class _SessionStoreBase(_SessionColumns, Generic[V]):
-    """The session store over a :class:`SegmentedBytesStore`; subclasses fix the value layout.
+class _SessionStoreBase(SegmentedStoreBase, Generic[V]):
+    """The session store over a :class:`SegmentedBytesStore` (open, close and the segmented
+    layer: :class:`stores.segments.base.SegmentedStoreBase`); subclasses fix the value layout.
 
-    The bulk column paths (``put_columns``, ``scan_columns``) are in
-    :class:`stores.session.lookups._SessionColumns`.
+    The bulk column paths (``put_columns``, ``scan_columns``) are those of a
+    :class:`stores.session.lookups.SessionLookups`.
     """
 
-    _DATA_CF: str = DEFAULT_CF
-    _LEGACY: tuple[tuple[str, Converter], ...] = ()
-    _segments: SegmentedBytesStore
-    _db: RocksDBBytesStore
-    _owns_db: bool
-    _closed: bool
-    _scans: weakref.WeakSet[Generator[Any, None, None]]
+    kind: ClassVar[str] = "session"
+    _format: ClassVar[SessionValueFormat] = PLAIN
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None,
         retention_ms: int,
         segment_interval_ms: int | None = None,
+        *,
+        db: RocksDBBytesStore | None = None,
     ) -> None:
         retention, interval = _configure(retention_ms, segment_interval_ms)
-        db = RocksDBBytesStore(path, self.column_families())
-        try:
-            self._init(db, retention, interval, owns_db=True)
-        except BaseException:
-            db.close()
-            raise
+        if interval is None:
+            interval = default_segment_interval_ms(retention)
+        super().__init__(
+            path,
+            db,
+            retention_ms=retention,
+            segment_interval_ms=interval,
+            data_cf=self._format.data_cf,
+            legacy_cfs=self._format.legacy_cfs,
+        )
+        # Kafka closes a store's open iterators when the store closes; so do we (quietly).
+        self._scans: weakref.WeakSet[Generator[Any, None, None]] = weakref.WeakSet()
+        self._lookups = SessionLookups(
+            self._segments, self._format, store_name=type(self).__name__, alive=self._alive
+        )
 
     @classmethod
     def over(
@@ -148,66 +145,17 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
         Raises:
             InvalidOptionError: a negative retention or a segment interval below 1 ms.
         """
-        retention, interval = _configure(retention_ms, segment_interval_ms)
-        store = cls.__new__(cls)
-        store._init(db, retention, interval, owns_db=False)
-        return store
-
-    def _init(self, db: RocksDBBytesStore, retention: int, interval: int, *, owns_db: bool) -> None:
-        self._db = db
-        self._owns_db = owns_db
-        self._closed = False
-        # Kafka closes a store's open iterators when the store closes; so do we (quietly).
-        self._scans: weakref.WeakSet[Generator[Any, None, None]] = weakref.WeakSet()
-        self._segments = SegmentedBytesStore(
-            db,
-            retention_ms=retention,
-            segment_interval_ms=interval,
-            data_cf=self._DATA_CF,
-            meta_cf=SEGMENTS_META_CF,
-            legacy_cfs=self._LEGACY,
-        )
+        return cls(None, retention_ms, segment_interval_ms, db=db)
 
     @classmethod
     def column_families(cls) -> tuple[str, ...]:
         """Column families the store needs (pass them when opening a bytes store for ``over``):
         its own, the legacy formats' it reads lazily, and ``segmentsMetadata``."""
-        return tuple(dict.fromkeys([cls._DATA_CF, *(cf for cf, _ in cls._LEGACY), SEGMENTS_META_CF]))
-
-    # -- value layout (subclasses) -------------------------------------------------------------
-
-    def _encode(self, value: Any) -> bytes | None:
-        raise NotImplementedError
+        return column_families(cls._format.data_cf, cls._format.legacy_cfs)
 
     def _decode(self, raw: bytes) -> V:
-        raise NotImplementedError
-
-    # -- properties ----------------------------------------------------------------------------
-
-    @property
-    def wrapped(self) -> RocksDBBytesStore:
-        """The bytes layer underneath."""
-        return self._db
-
-    @property
-    def retention_ms(self) -> int:
-        """How long sessions stay readable after their end, relative to stream time."""
-        return self._segments.retention_ms
-
-    @property
-    def segment_interval_ms(self) -> int:
-        """Width of a segment in ms."""
-        return self._segments.segment_interval_ms
-
-    @property
-    def observed_stream_time(self) -> int:
-        """The largest session end ever put or removed (-1 before any).
-
-        Raises:
-            StoreClosedError: the store is closed.
-        """
-        self._check_open()
-        return self._segments.observed_stream_time
+        value: V = self._format.decode(raw)
+        return value
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -227,7 +175,7 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
         else:
             key, start, end, value = _bind("put", args, kwargs, ("key", "start", "end", "value"))
             key, start, end = _session(key, start, end)
-        raw = self._encode(value)
+        raw = self._format.encode(value)
         self._check_open()
         with self._db.operation():
             written = self._segments.put(encode_session_key(key, start, end), raw, end)
@@ -252,6 +200,30 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
         self._check_open()
         with self._db.operation():
             self._segments.remove(encode_session_key(key, start, end), end)
+
+    def put_columns(
+        self,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+        starts: Sequence[int],
+        ends: Sequence[int],
+        headers: Sequence[bytes | None] | None = None,
+    ) -> None:
+        """``put(keys[i], starts[i], ends[i], value)`` for each ``i`` in order, as one atomic
+        batch: the bulk-load path.
+
+        The effect is exactly that of the row-by-row puts: stream time advancing session by
+        session, sessions of expired segments dropped, a None value removing the session.
+        ``headers`` (header-aware stores only) are KIP-1271 ``headersBytes``, stored as given;
+        None or empty is no headers.
+
+        Raises:
+            InvalidOptionError: the columns differ in length, ``headers`` is given to a store
+                without headers, or an item has a wrong type or range (nothing is written).
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        self._lookups.put_columns(keys, values, starts, ends, headers)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -289,10 +261,10 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
         converts on read and writes nothing.
         """
         physical = segment_prefix(self._segments.segment_id(end)) + binary
-        if self._db.get(physical, self._DATA_CF) is not None:
+        if self._db.get(physical, self._format.data_cf) is not None:
             return
-        self._db.put(physical, raw, self._DATA_CF)
-        for cf, _ in self._LEGACY:
+        self._db.put(physical, raw, self._format.data_cf)
+        for cf, _ in self._format.legacy_cfs:
             self._db.delete(physical, cf)
 
     def find_sessions(self, *args: Any, **kwargs: Any) -> KeyValueIterator:
@@ -316,7 +288,7 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
                 "find_sessions", args, kwargs, ("earliest_session_end", "latest_session_end")
             )
             return self.find_sessions_by_end(earliest, latest)
-        return self._find("find_sessions", args, kwargs, forward=True)
+        return self._search("find_sessions", args, kwargs, times=True, forward=True)
 
     def backward_find_sessions(self, *args: Any, **kwargs: Any) -> KeyValueIterator:
         """:meth:`find_sessions` (the key and key-range forms), newest segment first, keys
@@ -326,7 +298,9 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
             InvalidOptionError: wrong keys, times or argument count.
             StoreClosedError: the store is closed.
         """
-        return self._find("backward_find_sessions", args, kwargs, forward=False)
+        return self._search(
+            "backward_find_sessions", args, kwargs, times=True, forward=False
+        )
 
     def fetch(self, *args: Any, **kwargs: Any) -> KeyValueIterator:
         """``fetch(key)``: every session of ``key``; ``fetch(key_from, key_to)``: of every key in
@@ -336,7 +310,7 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
             InvalidOptionError: wrong keys or argument count.
             StoreClosedError: the store is closed.
         """
-        return self._fetch("fetch", args, kwargs, forward=True)
+        return self._search("fetch", args, kwargs, times=False, forward=True)
 
     def backward_fetch(self, *args: Any, **kwargs: Any) -> KeyValueIterator:
         """:meth:`fetch` in backward order.
@@ -345,7 +319,7 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
             InvalidOptionError: wrong keys or argument count.
             StoreClosedError: the store is closed.
         """
-        return self._fetch("backward_fetch", args, kwargs, forward=False)
+        return self._search("backward_fetch", args, kwargs, times=False, forward=False)
 
     def find_sessions_by_end(
         self, earliest_session_end: int, latest_session_end: int
@@ -417,46 +391,47 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
         """
         return self.all(reverse=True)
 
+    def scan_columns(
+        self,
+        batch_rows: int = 1 << 16,
+        time_from: int | None = None,
+        time_to: int | None = None,
+    ) -> Iterator[tuple[list[Any], ...]]:
+        """Every live session, as ``(keys, values, starts, ends[, headersBytes])`` lists of up
+        to ``batch_rows`` rows in ``all()`` order: the full-scan path.
+
+        ``time_from`` / ``time_to`` keep only the sessions whose start lies in the range (None:
+        open). Like ``all()``'s iterator, the scan ends quietly once the store is closed.
+
+        Raises:
+            InvalidOptionError: ``batch_rows`` is not a positive integer, or a time bound is
+                not an integer.
+            StoreClosedError: the store is closed.
+            CorruptDataError: a stored key or value does not follow the layout.
+        """
+        self._check_open()
+        scan = self._lookups.scan_columns(batch_rows, time_from, time_to)
+        self._scans.add(scan)
+        return scan
+
     # -- read helpers --------------------------------------------------------------------------
 
-    def _fetch(
-        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool
+    def _search(
+        self,
+        method: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        times: bool,
+        forward: bool,
     ) -> KeyValueIterator:
-        if _count(args, kwargs) == 1 and "key_from" not in kwargs and "key_to" not in kwargs:
-            (key,) = _bind(method, args, kwargs, ("key",))
-            return self._find_key(_key(key, "key"), 0, MAX_LONG, forward)
-        key_from, key_to = _bind(method, args, kwargs, ("key_from", "key_to"))
-        return self._find_range(
-            _optional_key(key_from, "key_from"), _optional_key(key_to, "key_to"), 0, MAX_LONG,
-            forward,
+        key_from, key_to, earliest, latest, single = _search_arguments(
+            method, args, kwargs, times=times
         )
-
-    def _find(
-        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool
-    ) -> KeyValueIterator:
-        if _count(args, kwargs) == 3 and "key_from" not in kwargs and "key_to" not in kwargs:
-            key, earliest, latest = _bind(
-                method, args, kwargs, ("key", "earliest_session_end", "latest_session_start")
-            )
-            return self._find_key(
-                _key(key, "key"),
-                _long(earliest, "earliest_session_end"),
-                _long(latest, "latest_session_start"),
-                forward,
-            )
-        key_from, key_to, earliest, latest = _bind(
-            method,
-            args,
-            kwargs,
-            ("key_from", "key_to", "earliest_session_end", "latest_session_start"),
-        )
-        return self._find_range(
-            _optional_key(key_from, "key_from"),
-            _optional_key(key_to, "key_to"),
-            _long(earliest, "earliest_session_end"),
-            _long(latest, "latest_session_start"),
-            forward,
-        )
+        if single:
+            assert key_from is not None
+            return self._find_key(key_from, earliest, latest, forward)
+        return self._find_range(key_from, key_to, earliest, latest, forward)
 
     def _find_key(
         self, key: bytes, earliest: int, latest: int, forward: bool
@@ -477,7 +452,7 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
     ) -> KeyValueIterator:
         self._check_open()
         if key_from is not None and key_to is not None and key_from > key_to:
-            log.warning(_INVERTED_RANGE_WARNING)
+            log.warning(INVALID_KEY_RANGE_WARNING)
             return self._track(iter(()))
         actual = self._segments.actual_from(earliest)
         rows = self._segments.range(
@@ -522,15 +497,6 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed or self._db.closed:
-            raise StoreClosedError(f"the session store at {self._db.path} is closed")
-
-    @property
-    def closed(self) -> bool:
-        """Whether ``close()`` was called (or the bytes store underneath was closed)."""
-        return self._closed or self._db.closed
-
     def close(self) -> None:
         """Close the store (and its bytes layer, if this store opened it).
 
@@ -541,14 +507,7 @@ class _SessionStoreBase(_SessionColumns, Generic[V]):
         # Release the RocksDB iterators of open scans before the database closes.
         for scan in list(self._scans):
             scan.close()
-        if self._owns_db:
-            self._db.close()
-
-    def __enter__(self: S) -> S:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().close()
 
 
 class SessionStore(_SessionStoreBase[bytes]):
@@ -560,20 +519,15 @@ class SessionStore(_SessionStoreBase[bytes]):
             time); Kafka's ``retentionPeriod``.
         segment_interval_ms: width of a segment; defaults as ``Stores.persistentSessionStore``
             (:func:`default_segment_interval_ms`).
+        db: an open bytes store (opened with :meth:`column_families`) to wrap instead of a
+            path (then None); its owner commits and closes it (see :meth:`over`).
 
     Raises:
         InvalidOptionError: a negative retention or a segment interval below 1 ms.
+        TypeError: both or neither of ``path`` and ``db`` are given.
     """
 
-    def _encode(self, value: Any) -> bytes | None:
-        if value is None or isinstance(value, bytes):
-            return value
-        if isinstance(value, (bytearray, memoryview)):
-            return bytes(value)
-        raise InvalidOptionError(f"value must be bytes or None, got {type(value).__name__}")
-
-    def _decode(self, raw: bytes) -> bytes:
-        return raw
+    _format = PLAIN
 
 
 class SessionStoreWithHeaders(_SessionStoreBase[ValueAndHeaders[bytes]]):
@@ -587,62 +541,19 @@ class SessionStoreWithHeaders(_SessionStoreBase[ValueAndHeaders[bytes]]):
         path: directory of the RocksDB database; created if missing, reopened with its data.
         retention_ms: see :class:`SessionStore`.
         segment_interval_ms: see :class:`SessionStore`.
+        db: see :class:`SessionStore`.
 
     Raises:
         InvalidOptionError: a negative retention or a segment interval below 1 ms.
+        TypeError: both or neither of ``path`` and ``db`` are given.
     """
 
-    _DATA_CF = SESSION_HEADERS_CF
-    _LEGACY = ((DEFAULT_CF, convert_plain_value),)
-    _HEADERS = True
-
-    def _encode_columns(
-        self, values: list[bytes | None], headers: list[bytes | None] | None
-    ) -> list[bytes | None]:
-        return headed_column(values, [None] * len(values) if headers is None else headers)
-
-    def _decode_columns(self, raws: list[bytes]) -> tuple[list[bytes], ...]:
-        headers, payloads = split_headers_column(raws)
-        return payloads, headers
-
-    def _encode(self, value: Any) -> bytes | None:
-        if value is None:
-            return None
-        if not isinstance(value, ValueAndHeaders):
-            raise InvalidOptionError(
-                f"value must be ValueAndHeaders or None, got {type(value).__name__}"
-            )
-        if value.value is None:
-            return None  # Kafka: an aggregate serialized to null is a delete
-        payload = value.value
-        if not isinstance(payload, bytes):
-            if not isinstance(payload, (bytearray, memoryview)):
-                raise InvalidOptionError(
-                    f"ValueAndHeaders.value must be bytes, got {type(payload).__name__}"
-                )
-            payload = bytes(payload)
-        return encode_with_headers_value(payload, value.headers)
-
-    def _decode(self, raw: bytes) -> ValueAndHeaders[bytes]:
-        return decode_with_headers_value(raw)
+    _format = WITH_HEADERS
 
     @property
     def upgrade_mode(self) -> bool:
         """Whether plain sessions were present when the store was opened (Kafka's upgrade mode)."""
         return self._segments.has_legacy_data
-
-
-# -- argument checks ----------------------------------------------------------------------------
-
-
-def _configure(retention_ms: Any, segment_interval_ms: Any) -> tuple[int, int]:
-    retention = _long(retention_ms, "retention_ms", 0)
-    if segment_interval_ms is None:
-        return retention, default_segment_interval_ms(retention)
-    interval = _long(segment_interval_ms, "segment_interval_ms", 0)
-    if interval < 1:
-        raise InvalidOptionError(f"segment_interval_ms must be at least 1, got {interval}")
-    return retention, interval
 
 
 __all__ = [

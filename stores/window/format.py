@@ -71,7 +71,7 @@ from stores.records import (
     ValueTimestampHeaders,
     Window,
 )
-from stores.segments import Converter
+from stores.segments.store import Converter
 
 TIMESTAMP_SIZE = 8
 SEQNUM_SIZE = 4

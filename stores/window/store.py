@@ -28,15 +28,7 @@ Kafka's rules, as implemented here:
   except the bounds of a key range, where None is open (KIP-766).
 
 Bulk paths (the catalog's materialization and Spark scans, no Python object per row):
-
-- ``put_columns(keys, values, window_starts, timestamps=None, headers=None)`` has exactly the
-  effect of ``put`` called row by row in order (values as bytes or None; ``timestamps`` the
-  ints of a timestamped store's ``ValueAndTimestamp``; ``headers`` KIP-1271 ``headersBytes``
-  of a header-aware store, stored as given), staged as one atomic batch. Expired rows are
-  dropped as ``put`` drops them, with one warning per call giving their number.
-- ``scan_columns(batch_rows=65536, time_from=None, time_to=None)`` yields ``(keys, values,
-  window_starts, window_ends[, timestamps][, headersBytes])`` lists in the order of ``all()``
-  (no time bounds) or ``fetch_all(time_from, time_to)`` (a None bound is open).
+``put_columns`` and ``scan_columns``, described in :mod:`stores.window.lookups`.
 
 Where we differ from Kafka (each on purpose): the observed stream time and the last sequence
 number are persisted with the data (Kafka rebuilds the first from its changelog and restarts
@@ -49,13 +41,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.checks import checked_bytes as _checked_key
-from stores.checks import checked_long
-from stores.errors import InvalidOptionError, StoreClosedError
 from stores.iterators import KeyValueIterator
 from stores.records import (
     KeyValue,
@@ -64,7 +54,14 @@ from stores.records import (
     ValueTimestampHeaders,
     Windowed,
 )
-from stores.segments import SEGMENTS_META_CF, SegmentedBytesStore
+from stores.segments.base import SegmentedStoreBase
+from stores.segments.store import (
+    EXPIRED_SEGMENT_WARNING,
+    INVALID_KEY_RANGE_WARNING,
+    SEGMENTS_META_CF,
+    column_families,
+)
+from stores.window.arguments import _bind, _configure, _long
 from stores.window.format import (
     HEADERS,
     MAX_LONG,
@@ -84,19 +81,13 @@ from stores.window.format import (
     upper_range,
     upper_range_fixed_size,
 )
-from stores.window.lookups import EXPIRED_SEGMENT_WARNING, _WindowColumns
+from stores.window.lookups import WindowLookups
 
 V = TypeVar("V")
 _log = logging.getLogger(__name__)
 
 #: Kafka's ``Stores.persistentWindowStore`` default: ``max(retention / 2, 60 000)``.
 MIN_DEFAULT_SEGMENT_INTERVAL_MS = 60_000
-INVALID_KEY_RANGE_WARNING = (
-    "Returning empty iterator for fetch with invalid key range: from > to. This may be due to "
-    "range arguments set in the wrong order, or serdes that don't preserve ordering when "
-    "lexicographically comparing the serialized bytes. Note that the built-in numerical serdes "
-    "do not follow this for negative numbers"
-)
 
 
 def default_segment_interval_ms(retention_ms: int) -> int:
@@ -109,33 +100,52 @@ def default_segment_interval_ms(retention_ms: int) -> int:
     return max(retention // 2, MIN_DEFAULT_SEGMENT_INTERVAL_MS)
 
 
-def _columns(fmt: WindowValueFormat) -> tuple[str, ...]:
-    names = [fmt.data_cf, *(cf for cf, _ in fmt.legacy_cfs), SEGMENTS_META_CF]
-    return tuple(dict.fromkeys(names))
-
-
 S = TypeVar("S", bound="_WindowStoreBase[Any]")
 
 
-class _WindowStoreBase(_WindowColumns, Generic[V]):
-    """The window-store operations shared by the four value formats.
+class _WindowStoreBase(SegmentedStoreBase, Generic[V]):
+    """The window-store operations shared by the four value formats (open, close and the
+    segmented layer: :class:`stores.segments.base.SegmentedStoreBase`).
 
-    The bulk column paths (``put_columns``, ``scan_columns``) are in
-    :class:`stores.window.lookups._WindowColumns`.
+    The bulk column paths (``put_columns``, ``scan_columns``) are those of a
+    :class:`stores.window.lookups.WindowLookups`.
     """
 
+    kind: ClassVar[str] = "window"
     _format: ClassVar[WindowValueFormat]
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None,
         retention_ms: int,
         window_size_ms: int,
         retain_duplicates: bool = False,
         segment_interval_ms: int | None = None,
+        *,
+        db: RocksDBBytesStore | None = None,
     ) -> None:
-        config = _configure(retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
-        self._setup(RocksDBBytesStore(path, _columns(self._format)), True, *config)
+        retention, size, dups, interval = _configure(
+            retention_ms, window_size_ms, retain_duplicates, segment_interval_ms
+        )
+        if interval is None:
+            interval = default_segment_interval_ms(retention)
+        super().__init__(
+            path,
+            db,
+            retention_ms=retention,
+            segment_interval_ms=interval,
+            data_cf=self._format.data_cf,
+            legacy_cfs=self._format.legacy_cfs,
+        )
+        self._window_size = size
+        self._dups = dups
+        self._lookups = WindowLookups(
+            self._segments,
+            self._format,
+            window_size_ms=size,
+            retain_duplicates=dups,
+            alive=self._is_open,
+        )
 
     @classmethod
     def over(
@@ -151,56 +161,16 @@ class _WindowStoreBase(_WindowColumns, Generic[V]):
         Raises:
             InvalidOptionError: an argument is out of range.
         """
-        config = _configure(retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
-        store = cls.__new__(cls)
-        store._setup(db, False, *config)
-        return store
+        return cls(
+            None, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms, db=db
+        )
 
     @classmethod
     def column_families(cls) -> tuple[str, ...]:
         """Column families the store needs: its own, the legacy formats' it reads, metadata."""
-        return _columns(cls._format)
-
-    def _setup(
-        self,
-        db: RocksDBBytesStore,
-        owns_db: bool,
-        retention_ms: int,
-        window_size_ms: int,
-        retain_duplicates: bool,
-        segment_interval_ms: int,
-    ) -> None:
-        self._db = db
-        self._owns_db = owns_db
-        self._closed = False
-        self._window_size = window_size_ms
-        self._dups = retain_duplicates
-        fmt = self._format
-        self._segments = SegmentedBytesStore(
-            db,
-            retention_ms=retention_ms,
-            segment_interval_ms=segment_interval_ms,
-            data_cf=fmt.data_cf,
-            meta_cf=SEGMENTS_META_CF,
-            legacy_cfs=fmt.legacy_cfs,
-        )
+        return column_families(cls._format.data_cf, cls._format.legacy_cfs)
 
     # -- properties ---------------------------------------------------------------------------
-
-    @property
-    def wrapped(self) -> RocksDBBytesStore:
-        """The bytes layer underneath."""
-        return self._db
-
-    @property
-    def segments(self) -> SegmentedBytesStore:
-        """The segmented layer underneath (stream time, segment ids)."""
-        return self._segments
-
-    @property
-    def retention_ms(self) -> int:
-        """How long windows stay readable, relative to the observed stream time."""
-        return self._segments.retention_ms
 
     @property
     def window_size_ms(self) -> int:
@@ -211,21 +181,6 @@ class _WindowStoreBase(_WindowColumns, Generic[V]):
     def retain_duplicates(self) -> bool:
         """Whether every put is kept, under its own sequence number."""
         return self._dups
-
-    @property
-    def segment_interval_ms(self) -> int:
-        """Width of a segment in ms."""
-        return self._segments.segment_interval_ms
-
-    @property
-    def observed_stream_time(self) -> int:
-        """The largest window start ever put (-1 before the first put).
-
-        Raises:
-            StoreClosedError: the store is closed.
-        """
-        self._check_open()
-        return self._segments.observed_stream_time
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -256,6 +211,32 @@ class _WindowStoreBase(_WindowColumns, Generic[V]):
         self._db.maybe_commit()
         if not written:
             _log.warning(EXPIRED_SEGMENT_WARNING)
+
+    def put_columns(
+        self,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+        window_starts: Sequence[int],
+        timestamps: Sequence[int] | None = None,
+        headers: Sequence[bytes | None] | None = None,
+    ) -> None:
+        """Put ``values[i]`` for the window of ``keys[i]`` starting at ``window_starts[i]``, for
+        each ``i`` in order, as one atomic batch: the bulk-load path.
+
+        The effect is exactly that of ``put`` called row by row (see the module docstring):
+        ``values[i]`` stands for the store's value object of ``values[i]`` with
+        ``timestamps[i]`` (timestamped stores; required there) and ``headers[i]`` (header-aware
+        stores: KIP-1271 ``headersBytes``, stored as given; None or empty is no headers). A
+        None value deletes the window, or is skipped if the store retains duplicates.
+
+        Raises:
+            InvalidOptionError: the columns differ in length, a column is given that the store
+                does not take (or a required one is missing), or an item has a wrong type or
+                range (nothing is written).
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        self._lookups.put_columns(keys, values, window_starts, timestamps, headers)
 
     def _next_seqnum(self) -> int:
         seqnum = (decode_seqnum(self._db.get(SEQNUM_KEY, SEGMENTS_META_CF)) + 1) & MAX_SEQNUM
@@ -351,6 +332,29 @@ class _WindowStoreBase(_WindowColumns, Generic[V]):
             StoreClosedError: the store is closed.
         """
         return self._all(True)
+
+    def scan_columns(
+        self,
+        batch_rows: int = 1 << 16,
+        time_from: int | None = None,
+        time_to: int | None = None,
+    ) -> Iterator[tuple[list[Any], ...]]:
+        """Every live window, or those starting in ``[time_from, time_to]`` (None: open), as
+        column lists of up to ``batch_rows`` rows: the full-scan path.
+
+        Yields ``(keys, values, window_starts, window_ends)``, then ``timestamps`` for a
+        timestamped store (-1 unknown), then ``headersBytes`` for a header-aware one, in the
+        order of ``all()`` (or of ``fetch_all(time_from, time_to)``). Like ``all()``'s
+        iterator, the scan ends quietly once the store is closed.
+
+        Raises:
+            InvalidOptionError: ``batch_rows`` is not a positive integer, or a time bound is
+                not an integer.
+            StoreClosedError: the store is closed.
+            CorruptDataError: a stored key or value does not follow the layout.
+        """
+        self._check_open()
+        return self._lookups.scan_columns(batch_rows, time_from, time_to)
 
     def _fetch_single(self, key: Any, time: Any) -> V | None:
         self._check_open()
@@ -455,28 +459,6 @@ class _WindowStoreBase(_WindowColumns, Generic[V]):
     def _is_open(self) -> bool:
         return not self.closed
 
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise StoreClosedError(f"the window store at {self._db.path} is closed")
-
-    @property
-    def closed(self) -> bool:
-        """Whether ``close()`` was called (or the bytes store underneath was closed)."""
-        return self._closed or self._db.closed
-
-    def close(self) -> None:
-        """Close the store (and its bytes layer, if this store opened it)."""
-        self._closed = True
-        if self._owns_db:
-            self._db.close()
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class WindowStore(_WindowStoreBase[bytes]):
@@ -484,13 +466,17 @@ class WindowStore(_WindowStoreBase[bytes]):
 
     Args:
         path: directory of the RocksDB database; created if missing, reopened with its data.
+            None with ``db``.
         retention_ms: how long windows stay readable (>= ``window_size_ms``).
         window_size_ms: size of each window (>= 0).
         retain_duplicates: keep every put under its own sequence number.
         segment_interval_ms: segment width; default ``max(retention_ms // 2, 60000)``.
+        db: an open bytes store (opened with :meth:`column_families`) to wrap instead of a
+            path; its owner commits and closes it (see :meth:`over`).
 
     Raises:
         InvalidOptionError: an argument is out of range (the message names it).
+        TypeError: both or neither of ``path`` and ``db`` are given.
     """
 
     _format = PLAIN
@@ -535,63 +521,8 @@ class TimestampedWindowStoreWithHeaders(_WindowStoreBase[ValueTimestampHeaders[b
     _format = TIMESTAMPED_HEADERS
 
 
-# -- argument checks --------------------------------------------------------------------------
-
-_FORMS = {
-    2: ("single", ("key", "time")),
-    3: ("key", ("key", "time_from", "time_to")),
-    4: ("range", ("key_from", "key_to", "time_from", "time_to")),
-}
-
-
-def _bind(
-    name: str, args: tuple[Any, ...], kwargs: dict[str, Any], *, single_allowed: bool
-) -> tuple[str, dict[str, Any]]:
-    count = len(args) + len(kwargs)
-    if count not in _FORMS or (count == 2 and not single_allowed):
-        accepted = "2, 3 or 4" if single_allowed else "3 or 4"
-        raise TypeError(f"{name}() takes {accepted} arguments, got {count}")
-    form, names = _FORMS[count]
-    bound = dict(zip(names, args))
-    for key, value in kwargs.items():
-        if key not in names or key in bound:
-            raise TypeError(f"{name}() got an unexpected or repeated argument {key!r}")
-        bound[key] = value
-    return form, bound
-
-
-def _configure(
-    retention_ms: Any, window_size_ms: Any, retain_duplicates: Any, segment_interval_ms: Any
-) -> tuple[int, int, bool, int]:
-    retention = _long(retention_ms, "retention_ms")
-    size = _long(window_size_ms, "window_size_ms")
-    if not isinstance(retain_duplicates, bool):
-        raise InvalidOptionError(
-            f"retain_duplicates must be a bool, got {type(retain_duplicates).__name__}"
-        )
-    if segment_interval_ms is None:
-        interval = default_segment_interval_ms(retention)
-    else:
-        interval = _long(segment_interval_ms, "segment_interval_ms")
-        if interval < 1:
-            raise InvalidOptionError(
-                f"segment_interval_ms cannot be zero or negative, got {interval}"
-            )
-    if size > retention:
-        raise InvalidOptionError(
-            "retention_ms must be no smaller than window_size_ms: "
-            f"got window_size_ms={size}, retention_ms={retention}"
-        )
-    return retention, size, retain_duplicates, interval
-
-
-def _long(value: Any, name: str, minimum: int = 0) -> int:
-    return checked_long(value, name, minimum, unit="ms")
-
-
 __all__ = [
-    "EXPIRED_SEGMENT_WARNING",
-    "INVALID_KEY_RANGE_WARNING",
+    "MIN_DEFAULT_SEGMENT_INTERVAL_MS",
     "TimestampedWindowStore",
     "TimestampedWindowStoreWithHeaders",
     "WindowStore",

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from catalog.partition_hash import crc32_array
 from catalog.partitioner import partition_of, partitions_of, spark_sql_expression
 from stores.errors import InvalidOptionError
-from stores.time import parse_duration_ms, parse_instant_ms
+from stores.time import instant_ms, parse_duration_ms, parse_instant_ms
 
 
 @pytest.mark.parametrize(
@@ -57,6 +57,24 @@ def test_instants_without_zone_or_unparsable_are_refused() -> None:
         parse_instant_ms("2024-05-01T12:00:00", "asOfTimestamp")
     with pytest.raises(InvalidOptionError, match="option 'asOfTimestamp' has value 'yesterday'"):
         parse_instant_ms("yesterday", "asOfTimestamp")
+
+
+def test_one_instant_parser_two_sets_of_rules() -> None:
+    # Option text: epoch ms as digits and a lowercase zone are instants.
+    assert instant_ms("7", "asOfTimestamp", from_option=True) == 7
+    assert instant_ms("1970-01-01T00:00:01z", "asOfTimestamp", from_option=True) == 1000
+    # The Python API: a string is ISO-8601 only; ints, aware datetimes and ISO strings are.
+    with pytest.raises(InvalidOptionError, match="time_from is '7', not an ISO-8601 time"):
+        instant_ms("7", "time_from")
+    with pytest.raises(InvalidOptionError, match="not an ISO-8601 time"):
+        instant_ms("1970-01-01T00:00:01z", "time_from")
+    with pytest.raises(InvalidOptionError, match="naive datetime"):
+        instant_ms("1970-01-01T00:00:01", "as_of")
+    with pytest.raises(InvalidOptionError, match="signed 64-bit long"):
+        instant_ms(2**63, "as_of")
+    assert instant_ms(" 1970-01-01T00:00:01.5Z ", "as_of") == 1500
+    assert instant_ms("1969-12-31T23:59:59.9995+00:00", "as_of") == -1  # floored
+    assert instant_ms(-5, "as_of") == -5
 
 
 def test_partitioner_is_crc32_of_the_serialized_key() -> None:

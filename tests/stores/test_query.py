@@ -649,3 +649,10 @@ if SESSION is not None:
                 ReadOnlyRecord(Windowed(b"a", Window(0, 5)), b"1", 5, HEADERS),
                 ReadOnlyRecord(Windowed(b"a", Window(20, 30)), b"1+", 30, HEADERS),
             ]
+
+
+def test_key_fields_by_role() -> None:
+    assert KeyQuery.with_key(b"k").key_fields() == {"key": b"k"}
+    assert RangeQuery.with_range(b"a", None).key_fields() == {"lower": b"a", "upper": None}
+    assert WindowRangeQuery.with_window_start_range(1, 2).key_fields() == {"key": None}
+    assert KeyQuery.with_key(b"k").map_keys(bytes.upper).key_fields() == {"key": b"K"}

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
-from stores.segments import SEGMENTS_META_CF, STREAM_TIME_KEY
+from stores.segments.store import SEGMENTS_META_CF, STREAM_TIME_KEY
 from stores.session.format import (
     MAX_LONG,
     SESSION_HEADERS_CF,
@@ -418,6 +418,19 @@ def test_over_uncommitted_batch(tmp_path: Path, kind: str) -> None:
         assert [kv.key.key for kv in again.fetch(b"a")] == [b"a"]
 
 
+def test_the_constructor_takes_a_path_or_an_open_db(tmp_path: Path) -> None:
+    db = RocksDBBytesStore(tmp_path / "s", SessionStore.column_families())
+    with SessionStore(None, RETENTION, db=db) as store:
+        store.put(b"a", 0, 0, b"1")
+    assert not db.closed  # not owned: its owner closes it
+    db.close()
+    with SessionStore(tmp_path / "s", RETENTION) as reopened:
+        assert reopened.fetch_session(b"a", 0, 0) == b"1"
+    for path, open_db in ((None, None), (tmp_path / "s", db)):
+        with pytest.raises(TypeError, match="a path or db="):
+            SessionStore(path, RETENTION, db=open_db)
+
+
 def test_column_families_and_defaults() -> None:
     assert SessionStore.column_families() == (DEFAULT_CF, SEGMENTS_META_CF)
     assert SessionStoreWithHeaders.column_families() == (
@@ -626,7 +639,7 @@ def test_headers_store_reads_plain_store_read_only(tmp_path: Path) -> None:
 def test_a_session_of_an_expired_segment_is_skipped_with_kafka_s_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from stores.window.lookups import EXPIRED_SEGMENT_WARNING
+    from stores.segments.store import EXPIRED_SEGMENT_WARNING
 
     with SessionStore(tmp_path / "row", retention_ms=100) as store:
         store.put(b"a", 1_000_000, 1_000_000, b"new")

@@ -26,7 +26,7 @@ from stores.records import (
     ValueTimestampHeaders,
     Windowed,
 )
-from stores.segments import SEGMENTS_META_CF, segment_prefix
+from stores.segments.store import INVALID_KEY_RANGE_WARNING, SEGMENTS_META_CF, segment_prefix
 from stores.window.format import (
     TIMESTAMPED_HEADERS_CF,
     WINDOW_HEADERS_CF,
@@ -37,7 +37,6 @@ from stores.window.format import (
     upper_range,
 )
 from stores.window.store import (
-    INVALID_KEY_RANGE_WARNING,
     TimestampedWindowStore,
     TimestampedWindowStoreWithHeaders,
     WindowStore,
@@ -602,6 +601,19 @@ def test_over_an_uncommitted_bytes_store(tmp_path: Path, cls: Any) -> None:
     db.close()
     with cls(tmp_path / "db", RETENTION, WINDOW_SIZE) as reopened:
         assert adapter.unwrap(reopened.fetch(k(1), 5)) == b"y"
+
+
+def test_the_constructor_takes_a_path_or_an_open_db(tmp_path: Path) -> None:
+    db = RocksDBBytesStore(tmp_path / "db", WindowStore.column_families())
+    with WindowStore(None, RETENTION, WINDOW_SIZE, db=db) as store:
+        store.put(k(1), b"x", 5)
+    assert not db.closed  # not owned: its owner closes it
+    db.close()
+    with WindowStore(tmp_path / "db", RETENTION, WINDOW_SIZE) as reopened:
+        assert reopened.fetch(k(1), 5) == b"x"
+    for path, open_db in ((None, None), (tmp_path / "db", db)):
+        with pytest.raises(TypeError, match="a path or db="):
+            WindowStore(path, RETENTION, WINDOW_SIZE, db=open_db)
 
 
 def test_column_families() -> None:

@@ -23,8 +23,8 @@ from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.formats.headers import decode_headers, encode_headers
 from stores.records import ValueAndHeaders, ValueAndTimestamp, ValueTimestampHeaders
+from stores.segments.store import EXPIRED_SEGMENT_WARNING
 from stores.window.store import (
-    EXPIRED_SEGMENT_WARNING,
     TimestampedWindowStore,
     TimestampedWindowStoreWithHeaders,
     WindowStore,

@@ -31,9 +31,8 @@ from stores.records import (
     Window,
     Windowed,
 )
+from stores.segments.store import EXPIRED_SEGMENT_WARNING, INVALID_KEY_RANGE_WARNING
 from stores.window.store import (
-    EXPIRED_SEGMENT_WARNING,
-    INVALID_KEY_RANGE_WARNING,
     TimestampedWindowStore,
     TimestampedWindowStoreWithHeaders,
     WindowStore,

@@ -1,4 +1,5 @@
-"""Window and session stores' scans computed from columns (``stores.window.columns``) against
+"""Window and session stores' scans computed from columns (``stores.window.columns``,
+``stores.session.columns``, on ``stores.segments.columns``) against
 the stores themselves: for any commits of puts, deletes, late and expired records, from the
 start or from a snapshot taken after some of them, and any start range, the rows and their
 order are what Kafka's segmented store in RocksDB scans."""
@@ -22,14 +23,8 @@ from catalog.kinds import SESSION, WINDOW, Scan, StoreKind
 from catalog.operations.compaction import dump
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.formats.headers import encode_headers
-from stores.window.columns import (
-    session_base,
-    session_read,
-    session_rows,
-    window_base,
-    window_read,
-    window_rows,
-)
+from stores.session.columns import session_base, session_read, session_rows
+from stores.window.columns import window_base, window_read, window_rows
 
 _COUNTER = itertools.count()
 KEYS = [b"a", b"ab", b"b"]
@@ -143,7 +138,7 @@ def _runs(db: RocksDBBytesStore, families: tuple[str, ...]) -> dict[str, tuple[p
 @pytest.fixture(scope="module", autouse=True)
 def _root(tmp_path_factory: pytest.TempPathFactory) -> None:
     global _ROOT
-    _ROOT = tmp_path_factory.mktemp("span-stores")
+    _ROOT = tmp_path_factory.mktemp("window-session-stores")
 
 
 _ROOT: Any = None

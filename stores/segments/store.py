@@ -40,32 +40,7 @@ then in each legacy family, converting what they find; iteration merges all fami
 family that held data when the store was opened. Reads never write (a reader may be read-only).
 
 Nothing here commits: callers stage writes and end each public operation in
-``db.maybe_commit()``.
-
-Public API (stable; :mod:`stores.session.store` builds on it)::
-
-    SEGMENTS_META_CF, STREAM_TIME_KEY, NO_TIMESTAMP, MAX_TIMESTAMP
-    segment_id(timestamp, segment_interval_ms) -> int
-    segment_prefix(segment_id) -> bytes
-    SegmentedBytesStore(db, *, retention_ms, segment_interval_ms, data_cf="default",
-                        meta_cf=SEGMENTS_META_CF, legacy_cfs=())
-        .db / .retention_ms / .segment_interval_ms / .data_cf / .meta_cf / .legacy_cfs
-        .column_families -> tuple[str, ...]
-        .observed_stream_time -> int                      # -1 before the first put
-        .segment_id(timestamp) -> int
-        .min_live_segment_id() -> int
-        .actual_from(time_from) -> int                    # max(time_from, stream - retention + 1)
-        .put(key, value | None, timestamp) -> bool
-        .put_many(keys, values, timestamps) -> int       # bulk put; returns the rows dropped
-        .remove(key, timestamp) -> None
-        .get(key, timestamp) -> bytes | None
-        .range(lower, upper, time_from, time_to, *, reverse=False) -> Iterator[(key, value)]
-        .all(*, reverse=False) -> Iterator[(key, value)]
-        .segment_ids() -> list[int]                       # ids holding rows, ascending
-        .scan_columns(time_from, time_to, *, batch_rows, key_order=False, prefixed=False)
-            -> Iterator[(keys, values)]                   # bulk range/all, as column lists
-    check_same_length, checked_bytes_column, checked_optional_bytes_column,
-    checked_long_column                                   # argument checks of bulk paths
+``db.maybe_commit()``. The public API is listed in :mod:`stores.segments`.
 
 Bulk paths (the catalog's materialization and full scans): ``put_many`` has exactly the
 effect of ``put`` called row by row in order (stream time advancing record by record, rows of
@@ -84,14 +59,7 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate, islice
 
 from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
-from stores.columns.arguments import (
-    _merge_columns,
-    check_same_length,
-    checked_bytes_column,
-    checked_long_column,
-    checked_optional_bytes_column,
-    chunked,
-)
+from stores.columns.arguments import chunked, merge_columns
 from stores.errors import CorruptDataError, InvalidOptionError
 
 #: Column family of the observed stream time (shared by window and session stores).
@@ -101,6 +69,15 @@ STREAM_TIME_KEY = b"observedStreamTime"
 NO_TIMESTAMP = -1
 MAX_TIMESTAMP = 2**63 - 1
 PREFIX_SIZE = 8
+#: Kafka's warning when a put lands in an expired segment (the record is dropped).
+EXPIRED_SEGMENT_WARNING = "Skipping record for expired segment."
+#: Kafka's warning for a key range whose lower bound sorts after its upper one (nothing found).
+INVALID_KEY_RANGE_WARNING = (
+    "Returning empty iterator for fetch with invalid key range: from > to. This may be due to "
+    "range arguments set in the wrong order, or serdes that don't preserve ordering when "
+    "lexicographically comparing the serialized bytes. Note that the built-in numerical serdes "
+    "do not follow this for negative numbers"
+)
 
 _LONG = struct.Struct(">q")
 
@@ -117,6 +94,12 @@ def segment_id(timestamp: int, segment_interval_ms: int) -> int:
 def segment_prefix(seg_id: int) -> bytes:
     """The 8-byte big-endian key prefix of a segment."""
     return _LONG.pack(seg_id)
+
+
+def column_families(data_cf: str, legacy_cfs: Sequence[tuple[str, Converter]]) -> tuple[str, ...]:
+    """Every column family a segmented store over ``data_cf`` needs: its own, the legacy ones
+    it reads lazily, and the metadata family (a store passes them when opening its database)."""
+    return tuple(dict.fromkeys([data_cf, *(cf for cf, _ in legacy_cfs), SEGMENTS_META_CF]))
 
 
 def _prefix_id(physical: bytes) -> int:
@@ -481,7 +464,7 @@ class SegmentedBytesStore:
             )
             for sid in self._live_ids(low_sid, high_sid)
         ]
-        return _merge_columns(cursors, batch_rows)
+        return merge_columns(cursors, batch_rows)
 
     def _live_ids(self, low_sid: int, high_sid: int) -> list[int]:
         return [sid for sid in self.segment_ids() if low_sid <= sid <= high_sid]
@@ -594,6 +577,8 @@ def _merge(
 
 
 __all__ = [
+    "EXPIRED_SEGMENT_WARNING",
+    "INVALID_KEY_RANGE_WARNING",
     "MAX_TIMESTAMP",
     "NO_TIMESTAMP",
     "PREFIX_SIZE",
@@ -601,10 +586,7 @@ __all__ = [
     "STREAM_TIME_KEY",
     "Converter",
     "SegmentedBytesStore",
-    "check_same_length",
-    "checked_bytes_column",
-    "checked_long_column",
-    "checked_optional_bytes_column",
+    "column_families",
     "segment_id",
     "segment_prefix",
 ]
