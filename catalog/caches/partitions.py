@@ -5,8 +5,8 @@ transactional store (``stores.transactional``, the mechanism of the standalone s
 commit log's commit id is its changelog offset. Catching up applies each newer commit's files as
 one transaction and commits it together with the commit's id, in the store's ``offsets`` column
 family; a crash at any point leaves the cache at the last commit it applied. A fresh cache
-starts from the newest usable snapshot (``catalog.operations.compaction``) and replays the commits after
-it (``CommitLog.restore_plan``).
+starts from the newest usable snapshot (``catalog.log.snapshots``, written by compaction) and
+replays the commits after it (``CommitLog.restore_plan``).
 
 Several tasks and processes read the same partition at once: reading takes a shared ``flock`` on
 a lock file beside the database and opens it read-only, which RocksDB allows alongside other
@@ -50,9 +50,9 @@ from catalog.kinds import kind_of
 from catalog.log import durable
 from catalog.log.changelog import read_changelog
 from catalog.log.commits import CommitLog, CommitRecord, RestorePlan
+from catalog.log.snapshots import load_snapshot, snapshot_runs
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
-from catalog.operations.compaction import load_snapshot, snapshot_runs
 from stores.bytes.rocksdb import RocksDBBytesStore, is_rocksdb_failure
 from stores.errors import CorruptDataError, StoreNotFoundError
 from stores.transactional import OFFSETS_CF, TransactionalStore, committed_offset_of

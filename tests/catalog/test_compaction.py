@@ -21,7 +21,8 @@ from catalog.log import changelog
 from catalog.log import commits as commit_log
 from catalog.log.commits import record_name
 from catalog.log.paths import COMMITS_DIR
-from catalog.operations.compaction import compact, dump, load_snapshot, tail_files
+from catalog.log.snapshots import dump, load_snapshot
+from catalog.operations.compaction import compact, tail_files
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError
 from stores.formats.headers import encode_headers
@@ -571,7 +572,7 @@ def test_snapshot_batches_of_a_partition_past_2_gib_stay_within_32_bit_offsets()
     """Rows computed for a snapshot come as large binary; a piece that starts past 2 GiB in
     them is written as binary over the same bytes (the buffer here is allocated, not
     touched: only its last bytes are)."""
-    from catalog.operations.compaction import _pieces, _snapshot_batch
+    from catalog.log.snapshots import _pieces, _snapshot_batch
 
     sizes = [1 << 30, (1 << 30) + 100, 200]
     buffer = pa.allocate_buffer(sum(sizes))

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catalog.kinds import SESSION, WINDOW, Scan, StoreKind
-from catalog.operations.compaction import dump
+from catalog.log.snapshots import dump
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.formats.headers import encode_headers
 from stores.window.columns import (
