@@ -309,24 +309,22 @@ def _query_partition(
 ) -> tuple[QueryResult, type]:
     """One partition's typed result (iterators read while it is open) and its store's class."""
     cache = table.partition_cache(partition)
-    for attempt in (1, 2):
-        try:
-            with cache.open_at(snapshot) as (store, shared):
-                raw = store_query(
-                    store, raw_query, bound,
-                    position=_position(table.spec.name, partition, snapshot),
-                    partition=partition, collect_execution_info=info, described_as=typed_query,
-                )
-                name = f"{table.spec.name}[{partition}]@{snapshot}"
-                typed = _Typed(key_serde, value_serde, name)
-                if raw.is_success():
-                    raw = raw.with_result(typed.result(raw.get_result()))
-                store_class = type(store)
-            break
-        except Exception as exc:
-            if attempt == 2 or not is_rocksdb_failure(exc):
-                raise
-            cache.discard()  # damaged while queried: rebuilt from the log, asked again
+
+    def ask() -> tuple[QueryResult, type, bool]:
+        with cache.open_at(snapshot) as (store, shared):
+            raw = store_query(
+                store, raw_query, bound,
+                position=_position(table.spec.name, partition, snapshot),
+                partition=partition, collect_execution_info=info, described_as=typed_query,
+            )
+            name = f"{table.spec.name}[{partition}]@{snapshot}"
+            typed = _Typed(key_serde, value_serde, name)
+            if raw.is_success():
+                raw = raw.with_result(typed.result(raw.get_result()))
+            return raw, type(store), shared
+
+    # Damaged while queried (iterators are read here): rebuilt from the log, asked again.
+    raw, store_class, shared = cache.repairing(ask)
     if info:
         where = "this machine's cache" if shared else "a private snapshot"
         raw.add_execution_info(
