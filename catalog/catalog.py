@@ -5,7 +5,7 @@ Layout under the root (an fsspec URL)::
     <root>/<store>/commits/<id:020d>.json         commit records; record 1 holds the spec
                                                   (see catalog.log.commits)
     <root>/<store>/changelog/<partition>/<write id>-<task>-<seq>.arrow   changelog files
-    <root>/<store>/aborted/<write id>             abort markers (see StoreTable.abort_write)
+    <root>/<store>/aborted/<write id>             abort markers (see catalog.commit)
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from catalog import faults
-from catalog.caches.partitions import Columnar, PartitionCache, default_cache_root
-from catalog.kinds import HEADERS, Layout, Scan, kind_of
+from catalog import commit as commits
+from catalog import faults, scans
+from catalog.caches.partitions import PartitionCache, default_cache_root
+from catalog.commit import changelog_files
+from catalog.kinds import Layout, Scan, kind_of
 from catalog.log.commits import (
     ChangelogFile,
     CommitLog,
@@ -32,18 +33,12 @@ from catalog.log.commits import (
     Txn,
     record_name,
 )
-from catalog.log.paths import (
-    ABORTED_DIR,
-    CHANGELOG_DIR,
-    COMMITS_DIR,
-    check_store_name,
-    check_write_id,
-)
+from catalog.log.paths import COMMITS_DIR, check_store_name
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from catalog.operations.compaction import COMPACT_AFTER_FILES
+from catalog.scans import TIMESTAMP
 from catalog.staging import Stager
-from stores.columns.headers import HEADERS_TYPE, headers_to_arrow
 from stores.errors import (
     CommitConflictError,
     CorruptDataError,
@@ -52,14 +47,13 @@ from stores.errors import (
     StoreNotFoundError,
 )
 from stores.serdes import serde_for
-from stores.types import TypeJson, to_arrow
+from stores.types import TypeJson
 
 if TYPE_CHECKING:
     from catalog.operations.maintenance import VacuumReport
     from catalog.operations.query import StateQueryRequest, StateQueryResult
 
 DEFAULT_ROOT = "./state-warehouse"
-TIMESTAMP = pa.timestamp("us", tz="UTC")
 #: ``Catalog.stores_table``'s columns.
 STORES_SCHEMA = pa.schema(
     [
@@ -500,12 +494,7 @@ class StoreTable:
 
     def arrow_schema(self) -> pa.Schema:
         """The typed schema of what a read returns."""
-        types = {
-            "key": to_arrow(self.spec.key_type),
-            "value": to_arrow(self.spec.value_type),
-            HEADERS: HEADERS_TYPE,
-        }
-        return pa.schema([pa.field(c, types.get(c, TIMESTAMP)) for c in self.layout.read_order()])
+        return scans.arrow_schema(self.spec, self.layout)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -553,7 +542,7 @@ class StoreTable:
             InvalidOptionError: a backend where commits are not atomic and no single-writer
                 promise (NO_ATOMIC_COMMIT); an unsafe ``write_id``.
         """
-        return Stager(self, write_id, sequence)
+        return Stager(self.catalog.storage, self.spec, write_id, sequence)
 
     def commit(
         self,
@@ -595,22 +584,17 @@ class StoreTable:
         write_id = write_id or uuid.uuid4().hex
         if spec_commit is None:
             spec_commit = self.spec_commit
-        ordered = sorted(files, key=lambda f: (f.partition, f.path))
-        summary = {"rows": sum(f.rows for f in files), "files": len({f.path for f in files}),
-                   "bytes": sum(f.size for f in files)}  # fmt: skip
-        operation = "overwrite" if overwrite else "append"
         if not creates:
-            record = self.log.publish(
-                operation, ordered, write_id, summary=summary, txn=txn,
-                new_spec=None if new_spec is None else new_spec.to_dict(),
+            record = commits.publish_files(
+                self.log, files, write_id, overwrite=overwrite, txn=txn, new_spec=new_spec,
                 spec_commit=spec_commit,
             )  # fmt: skip
             if record is not None and new_spec is not None:
                 self.spec, self.kind, self.spec_commit = new_spec, kind_of(new_spec.kind), record.id
         else:
             try:
-                record = self.log.publish(
-                    operation, ordered, write_id, summary=summary, spec=self.spec.to_dict(), txn=txn
+                record = commits.publish_files(
+                    self.log, files, write_id, overwrite=overwrite, txn=txn, spec=self.spec
                 )
             except StoreAlreadyExistsError:
                 existing = self.catalog.load(self.spec.name)
@@ -623,7 +607,9 @@ class StoreTable:
                         f"different spec ({existing.spec.describe()}); nothing was written"
                     ) from None
                 self.spec, self.log = existing.spec, existing.log
-                record = self.log.publish(operation, ordered, write_id, summary=summary, txn=txn)
+                record = commits.publish_files(
+                    self.log, files, write_id, overwrite=overwrite, txn=txn
+                )
         if record is None:
             self.abort(files)  # skipped: nothing lists these files
         elif self.catalog.compact_after_files:
@@ -634,20 +620,11 @@ class StoreTable:
 
     def abort(self, files: list[ChangelogFile]) -> None:
         """Delete staged files that no commit lists (a failed task's own files)."""
-        for path in {ref.path for ref in files}:
-            self.catalog.storage.delete(self.spec.name, path)
+        commits.delete_staged(self.catalog.storage, self.spec.name, files)
 
     def abort_write(self, write_id: str, files: list[ChangelogFile], after: int = 0) -> None:
         """Abort a whole write: its reported files and any other file it staged, unless the log
-        shows that it committed.
-
-        Spark calls abort when ``commit`` failed, and the commit may have published its record
-        before failing (a process killed after the record, an interrupt): the log is read, and
-        a committed write keeps every file its record lists. Spark also aborts a job while some
-        of its tasks may still run, and a task's result can be lost: the abort marker is written
-        first; a task checks it after staging its files (``was_aborted``) and deletes its own
-        files if it is there. Either the listing below sees a task's file, or the task sees the
-        marker.
+        shows that it committed (see ``catalog.commit.abort_write``).
 
         Args:
             write_id: the write's id.
@@ -655,68 +632,22 @@ class StoreTable:
             after: the newest commit id when the write was planned (its record, if any, is
                 newer).
         """
-        storage = self.catalog.storage
-        storage.write_bytes(b"", self.spec.name, ABORTED_DIR, check_write_id(write_id))
-        try:
-            committed = CommitLog(storage, self.spec.name).find_write(write_id, after)
-        except StoreNotFoundError:
-            committed = None  # a first write that never created its store
-        listed = {f.path for f in committed.files} if committed else set()
-        faults.point("abort.before_delete")
-        for path in {ref.path for ref in files} - listed:  # (a task file holds several)
-            storage.delete(self.spec.name, path)
-        for partition_dir, name in changelog_files(storage, self.spec.name):
-            path = f"{CHANGELOG_DIR}/{partition_dir}/{name}"
-            if name.startswith(write_id) and path not in listed:
-                storage.delete(self.spec.name, CHANGELOG_DIR, partition_dir, name)
+        commits.abort_write(self.catalog.storage, self.spec.name, write_id, files, after)
 
     def was_aborted(self, write_id: str) -> bool:
         """Whether ``abort_write`` has begun for ``write_id``."""
-        return self.catalog.storage.exists(self.spec.name, ABORTED_DIR, write_id)
+        return commits.was_aborted(self.catalog.storage, self.spec.name, write_id)
 
     # -- reading -------------------------------------------------------------------------------
 
     def check_scan(self, scan: Scan) -> None:
-        """Refuse read options the store's kind does not have.
+        """Refuse read options the store's kind does not have (``catalog.scans.check_scan``).
 
         Raises:
             InvalidOptionError: ``asOfTimestamp`` on a store without history, or a window start
                 range on a store without windows (names the option and the kinds that take it).
         """
-        if scan.as_of is not None and not self.kind.supports_as_of:
-            raise InvalidOptionError(
-                f"option 'asOfTimestamp' applies to versioned stores only; store "
-                f"{self.spec.name!r} is a {self.spec.kind} store"
-            )
-        if scan.all_versions:
-            if not self.kind.supports_as_of:
-                raise InvalidOptionError(
-                    f"option 'versions' = 'all' applies to versioned stores only; store "
-                    f"{self.spec.name!r} is a {self.spec.kind} store"
-                )
-            if scan.as_of is not None:
-                raise InvalidOptionError(
-                    "options 'versions' = 'all' and 'asOfTimestamp' do not combine: the "
-                    "history filtered to one instant is the as-of read; bound the history with "
-                    "'fromTimestamp' / 'toTimestamp'"
-                )
-            if (
-                scan.time_from is not None
-                and scan.time_to is not None
-                and scan.time_from > scan.time_to
-            ):
-                raise InvalidOptionError(
-                    f"option 'fromTimestamp' ({scan.time_from} ms) is after option "
-                    f"'toTimestamp' ({scan.time_to} ms)"
-                )
-            return
-        if (scan.time_from is not None or scan.time_to is not None) and not (
-            self.kind.supports_time_range
-        ):
-            raise InvalidOptionError(
-                "options 'windowStartFrom' / 'windowStartTo' apply to window and session stores "
-                f"only; store {self.spec.name!r} is a {self.spec.kind} store"
-            )
+        scans.check_scan(self.spec, self.kind, scan)
 
     def partition_cache(self, partition: int) -> PartitionCache:
         """This process's local cache of ``partition`` (built on first use, see
@@ -737,70 +668,15 @@ class StoreTable:
             return
         scan = scan or Scan()
         cache = self.partition_cache(partition)
-        columnar = self._columnar(scan)
-        if scan.is_full:
-            yield from cache.read_latest(
-                snapshot, self._typed_scan(scan), self.arrow_schema(), columnar
-            )
-        elif scan == Scan(all_versions=True):  # the whole history: kept like the latest state
-            yield from cache.read_latest(
-                snapshot, self._typed_scan(scan), self.arrow_schema(), columnar, variant=".all"
-            )
-        else:
-            yield from cache.read(snapshot, self._typed_scan(scan), self.arrow_schema(), columnar)
-
-    def _columnar(self, scan: Scan) -> Columnar | None:
-        """The kind's column-only ``scan``, as typed batches (see ``PartitionCache.read``)."""
-        scan_columns = self.kind.scan_columns  # None from it: the store answers
-        typed = self._typed()
-        raw_schema = self.layout.raw_schema()
-        params = self.spec.params
-
-        def compute(
-            runs: dict[str, tuple[pa.Array, pa.Array]], commits: list[pa.Table]
-        ) -> Iterator[pa.RecordBatch] | None:
-            result = scan_columns(runs, commits, params, scan)
-            if result is None:
-                return None
-            return (
-                typed(batch.cast(raw_schema))
-                for batch in result.select(raw_schema.names).to_batches(max_chunksize=1 << 16)
-            )
-
-        return compute
-
-    def _typed_scan(self, scan: Scan) -> Callable[[Any], Iterator[pa.RecordBatch]]:
-        """A function scanning an open store into typed batches of ``arrow_schema()``."""
-        typed = self._typed()
-        params = self.spec.params
-
-        def run(store: Any) -> Iterator[pa.RecordBatch]:
-            for raw in self.kind.scan(store, scan, params):
-                yield typed(raw)
-
-        return run
-
-    def _typed(self) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
-        """Raw batches (``Layout.raw_schema``) to typed ones of ``arrow_schema()``."""
-        key_serde = serde_for(self.spec.key_type, column="key")
-        value_serde = serde_for(self.spec.value_type, column="value")
         schema = self.arrow_schema()
-
-        def typed(raw: pa.RecordBatch) -> pa.RecordBatch:
-            columns = []
-            for f in schema:
-                column = raw.column(f.name)
-                if f.name == "key":
-                    columns.append(key_serde.decode(column))
-                elif f.name == "value":
-                    columns.append(value_serde.decode(column))
-                elif f.name == HEADERS:
-                    columns.append(headers_to_arrow(column))
-                else:
-                    columns.append(pc.multiply_checked(column, 1000).cast(TIMESTAMP))
-            return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-        return typed
+        columnar = scans.columnar(self.spec, self.kind, scan, schema)
+        run = scans.store_scan(self.spec, self.kind, scan, schema)
+        if scan.is_full:
+            yield from cache.read_latest(snapshot, run, schema, columnar)
+        elif scan == Scan(all_versions=True):  # the whole history: kept like the latest state
+            yield from cache.read_latest(snapshot, run, schema, columnar, variant=".all")
+        else:
+            yield from cache.read(snapshot, run, schema, columnar)
 
     def to_arrow(
         self,
@@ -811,7 +687,12 @@ class StoreTable:
     ) -> pa.Table:
         """The whole store at its latest commit (``as_of`` an instant, for versioned stores:
         epoch ms, an aware datetime or an ISO-8601 string with a zone; ``scan`` for a window
-        start range), read in this process."""
+        start range), read in this process.
+
+        Raises:
+            InvalidOptionError: ``versions`` not 'latest' or 'all', or read options the store's
+                kind does not have.
+        """
         from stores.query._checks import millis
 
         if versions not in ("latest", "all"):
@@ -828,11 +709,3 @@ class StoreTable:
             for batch in self.read_partition(partition, snapshot, scan)
         ]
         return pa.Table.from_batches(batches, schema=self.arrow_schema())
-
-
-def changelog_files(storage: Storage, store_dir: str) -> Iterator[tuple[str, str]]:
-    """``(partition folder, file name)`` of every changelog file under a store, staged or
-    committed."""
-    for partition_dir in storage.list(store_dir, CHANGELOG_DIR):
-        for name in storage.list(store_dir, CHANGELOG_DIR, partition_dir):
-            yield partition_dir, name

@@ -47,7 +47,10 @@ def scan_file(cache_path: str, target: int, variant: str = "") -> str:
 @contextlib.contextmanager
 def scan_writer(path: str, schema: pa.Schema) -> Iterator[pa.ipc.RecordBatchFileWriter]:
     """An Arrow file writer of scan batches at ``path`` (as scan files are written)."""
-    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema, options=SCAN_OPTIONS) as writer:
+    with (
+        pa.OSFile(path, "wb") as sink,
+        pa.ipc.new_file(sink, schema, options=SCAN_OPTIONS) as writer,
+    ):
         yield writer
 
 

@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from catalog.caches.partitions import PartitionCache
 from catalog.kinds import Scan
 from catalog.log.changelog import read_changelog
+from catalog.scans import decoder
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError
 from stores.transactional import OFFSETS_CF
@@ -107,7 +108,7 @@ def partition_changes(
     if end < start:
         return
     cache = table.partition_cache(partition)
-    typed = table._typed()
+    typed = decoder(table.spec, table.arrow_schema())
     layout = table.layout
     identity = ["key", *(c for c in layout.read_times if c in _IDENTITY_TIMES)]
     schema = change_schema(table)

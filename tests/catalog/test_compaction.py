@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from catalog import Catalog, StoreTable
+from catalog import Catalog, StoreTable, scans
 from catalog.caches.partitions import PartitionCache
 from catalog.cli import main as cli
 from catalog.log import changelog
@@ -262,7 +262,8 @@ def test_a_latest_read_from_columns_equals_the_store_s_own(
         from_store = []
         for partition in range(2):
             cache = PartitionCache(catalog.storage, fresh.spec, "s", partition, str(tmp_path / f"r{step}"))
-            batches = cache.read(target, fresh._typed_scan(Scan()), fresh.arrow_schema())
+            run = scans.store_scan(fresh.spec, fresh.kind, Scan(), fresh.arrow_schema())
+            batches = cache.read(target, run, fresh.arrow_schema())
             from_store += [b for b in batches]
         assert from_columns == _sorted(pa.Table.from_batches(from_store, schema=fresh.arrow_schema()))
 
@@ -469,7 +470,8 @@ def test_a_window_cache_after_a_snapshot_computes_a_long_tail_and_applies_a_shor
     target = table.log.latest_id()
     assert cache.catch_up(target) == target
     assert applied == ([1] if tail == 1 else [])
-    batches = list(cache.read(target, table._typed_scan(Scan()), table.arrow_schema()))  # RocksDB
+    run = scans.store_scan(table.spec, table.kind, Scan(), table.arrow_schema())
+    batches = list(cache.read(target, run, table.arrow_schema()))  # RocksDB
     assert _sorted(pa.Table.from_batches(batches, schema=table.arrow_schema())) == expected
 
 
