@@ -13,7 +13,9 @@ files stay until vacuumed.
 The snapshot files' layout, their writer and readers are the log's: ``catalog.log.snapshots``.
 
 Compaction runs on demand (``Catalog.compact``, ``state-store compact``) and after a commit
-that leaves a partition with more than ``COMPACT_AFTER_FILES`` changelog files to replay.
+that leaves a partition with more than ``COMPACT_AFTER_FILES`` changelog files to replay:
+``maybe_compact``, which the commit's caller runs (``catalog.catalog.StoreTable.commit``), not
+the commit itself (``catalog.table.Table.commit``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from catalog.log.commits import ChangelogFile, CommitLog, CommitRecord
 from catalog.log.snapshots import dump, snapshot_table, write_snapshot
 
 if TYPE_CHECKING:
-    from catalog.catalog import StoreTable
+    from catalog.table import Table
 
 #: A commit that leaves a partition with more changelog files than this to replay (since its
 #: newest snapshot or overwrite) compacts that partition.
@@ -64,7 +66,7 @@ def tail_files(log: CommitLog, partition: int, target: int) -> int:
 
 
 def compact(
-    table: StoreTable,
+    table: Table,
     *,
     partitions: list[int] | None = None,
     min_tail_files: int = 1,
@@ -111,7 +113,7 @@ def compact(
         raise
 
 
-def maybe_compact(table: StoreTable, threshold: int = COMPACT_AFTER_FILES) -> None:
+def maybe_compact(table: Table, threshold: int = COMPACT_AFTER_FILES) -> None:
     """Compact the partitions whose replay tail exceeds ``threshold`` files (after a commit).
 
     The write has committed by then: a failed compaction is logged, not raised.
@@ -131,7 +133,7 @@ def maybe_compact(table: StoreTable, threshold: int = COMPACT_AFTER_FILES) -> No
         _log.warning("automatic compaction of store %r failed", table.spec.name, exc_info=True)
 
 
-def _state_at(table: StoreTable, partition: int, base: int, families: tuple[str, ...]) -> pa.Table:
+def _state_at(table: Table, partition: int, base: int, families: tuple[str, ...]) -> pa.Table:
     """The snapshot table of ``partition`` at commit ``base``.
 
     Computed from columns where the kind can (``StoreKind.store_rows`` over the newest
