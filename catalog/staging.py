@@ -14,41 +14,47 @@ store cannot apply or read back (see ``StoreTable.stage`` for the rules).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog.kinds import kind_of
 from catalog.log.changelog import write_changelog
 from catalog.log.commits import ChangelogFile
 from catalog.log.paths import check_write_id
+from catalog.log.spec import StoreSpec
+from catalog.log.storage import Storage
 from catalog.partitioner import partitions_of
 from stores.errors import InvalidOptionError
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.serdes import serde_for
-
-if TYPE_CHECKING:
-    from catalog.catalog import StoreTable
 
 #: The largest epoch-ms time a Spark TIMESTAMP (microseconds in a long) can show.
 MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
 
 
 class Stager:
-    """One writer's changelog files, staged from batches of rows (see the module doc).
+    """One writer's changelog files of a store (``spec``, under ``storage``), staged from
+    batches of rows (see the module doc).
 
     Files are named ``<write_id>-<sequence>``, the sequence counting up from the one given:
     one writer's files sort, and so are applied, in the order it flushed them.
+
+    Raises:
+        InvalidOptionError: a backend where commits are not atomic and no single-writer
+            promise (NO_ATOMIC_COMMIT); an unsafe ``write_id``.
     """
 
-    def __init__(self, table: StoreTable, write_id: str, sequence: int = 0) -> None:
-        table.catalog.storage.require_atomic_commit()
-        self.table = table
+    def __init__(self, storage: Storage, spec: StoreSpec, write_id: str, sequence: int = 0) -> None:
+        storage.require_atomic_commit()
+        self.storage = storage
+        self.spec = spec
+        self.layout = kind_of(spec.kind).layout(spec.params)
         self.write_id = check_write_id(write_id)
         self.sequence = sequence
-        self.schema = table.layout.changelog_schema()
-        self._pieces: list[list[pa.Table]] = [[] for _ in range(table.spec.num_partitions)]
+        self.schema = self.layout.changelog_schema()
+        self._pieces: list[list[pa.Table]] = [[] for _ in range(spec.num_partitions)]
         #: Bytes of the rows added since the last flush (their serialized columns).
         self.nbytes = 0
 
@@ -59,7 +65,7 @@ class Stager:
 
         Args and Raises: as ``StoreTable.stage``; a refused batch keeps nothing.
         """
-        spec = self.table.spec
+        spec = self.spec
         if keys.null_count:
             raise InvalidOptionError(
                 f"column 'key' is null in {keys.null_count} row(s); every row needs a key "
@@ -112,12 +118,12 @@ class Stager:
         self.nbytes = 0
         name = f"{self.write_id}-{self.sequence:09d}"
         self.sequence += 1
-        return write_changelog(self.table.catalog.storage, self.table.spec.name, pieces, name)
+        return write_changelog(self.storage, self.spec.name, pieces, name)
 
     def _check_times(self, data: dict[str, pa.Array]) -> None:
         """Check (and complete) a batch's time columns in place; see ``StoreTable.stage``."""
-        spec = self.table.spec
-        for time in self.table.layout.write_times:
+        spec = self.spec
+        for time in self.layout.write_times:
             millis = data[time.name]
             if time.unknown_if_null:
                 millis = data[time.name] = millis.fill_null(UNKNOWN_TIMESTAMP)

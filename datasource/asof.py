@@ -38,7 +38,6 @@ from catalog.caches.partitions import PartitionCache
 from catalog.catalog import Catalog, StoreTable
 from catalog.log.spec import StoreSpec
 from catalog.partitioner import partitions_of, spark_sql_expression
-from stores.bytes.rocksdb import is_rocksdb_failure
 from stores.errors import InvalidOptionError
 from stores.serdes import serde_for
 from stores.types import describe
@@ -300,19 +299,17 @@ class _Partitions:
 
     def lookup(self, partition: int, keys: pa.Array, as_ofs: pa.Array) -> pa.RecordBatch:
         """``as_of_columns`` on a partition; a cache that RocksDB reports damaged is closed,
-        discarded, rebuilt from the log and asked again (once)."""
-        try:
-            found: pa.RecordBatch = self._store(partition).as_of_columns(keys, as_ofs)
-            return found
-        except Exception as exc:
-            if not is_rocksdb_failure(exc):
-                raise
+        discarded, rebuilt from the log and asked again, once (``PartitionCache.repairing``)."""
+
+        def release() -> None:
             opened = self._open.pop(partition, None)
             if opened is not None:
                 opened[1].close()  # our shared lock first: discarding takes it exclusively
-            self._cache(partition).discard()
-            found = self._store(partition).as_of_columns(keys, as_ofs)
-            return found
+
+        found: pa.RecordBatch = self._cache(partition).repairing(
+            lambda: self._store(partition).as_of_columns(keys, as_ofs), release=release
+        )
+        return found
 
 
 def _millis(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:

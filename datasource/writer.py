@@ -331,7 +331,7 @@ class StateStoreWriter(DataSourceArrowWriter):
 
     def _add(self, stager: Stager, data: pa.Table) -> None:
         """Stage a batch of the DataFrame's rows (see ``Stager.add``)."""
-        layout = stager.table.layout
+        layout = stager.layout
         columns: dict[str, pa.Array] = {}
         for time in layout.write_times:
             columns[time.name] = self._millis(data, time.name)  # checked by ``add``

@@ -5,8 +5,8 @@ transactional store (``stores.transactional``, the mechanism of the standalone s
 commit log's commit id is its changelog offset. Catching up applies each newer commit's files as
 one transaction and commits it together with the commit's id, in the store's ``offsets`` column
 family; a crash at any point leaves the cache at the last commit it applied. A fresh cache
-starts from the newest usable snapshot (``catalog.operations.compaction``) and replays the commits after
-it (``CommitLog.restore_plan``).
+starts from the newest usable snapshot (``catalog.log.snapshots``, written by compaction) and
+replays the commits after it (``CommitLog.restore_plan``).
 
 Several tasks and processes read the same partition at once: reading takes a shared ``flock`` on
 a lock file beside the database and opens it read-only, which RocksDB allows alongside other
@@ -20,10 +20,10 @@ Nothing local is trusted blindly. RocksDB checks its blocks and table files, and
 sealed (``stores.bytes.rocksdb``: the MANIFEST of its last clean close, which RocksDB itself
 would read, truncated, as an older state); when damage shows (a flipped byte in an SST file, a
 truncated MANIFEST, a lost CURRENT), the cache is discarded and rebuilt from the log, once,
-before anything is served. Scans are written whole to
-an Arrow file before their first batch is served, so a corruption found mid-scan is rebuilt too.
-The latest full scan of a commit is kept as ``<cache>.scans/<commit>.arrow`` with an XXH3-64
-sidecar (``.xxh3``); a scan file that fails its check is deleted and rebuilt, never served.
+before anything is served (``PartitionCache.repairing``, which the lookups of the operations
+and of the as-of join use too). Scans are written whole to an Arrow file before their first
+batch is served, so a corruption found mid-scan is rebuilt too. The latest full scan of a
+commit is kept as a scan file (``catalog.caches.scan_files``), checked before it is served.
 
 Where: ``$STATE_STORE_CACHE_DIR``, else the first of ``$SPARK_LOCAL_DIRS`` (set by Spark for
 Python workers: executor-local), else the system temporary directory.
@@ -40,19 +40,19 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
-import xxhash
 
 from catalog import faults
+from catalog.caches import scan_files
 from catalog.kinds import STORE_MUST_ANSWER, kind_of
 from catalog.log import durable
 from catalog.log.changelog import read_changelog
 from catalog.log.commits import CommitLog, CommitRecord, RestorePlan
+from catalog.log.snapshots import load_snapshot, snapshot_runs
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
-from catalog.operations.compaction import load_snapshot, snapshot_runs
 from stores.bytes.rocksdb import RocksDBBytesStore, is_rocksdb_failure
 from stores.errors import CorruptDataError, StoreNotFoundError
 from stores.transactional import OFFSETS_CF, TransactionalStore, committed_offset_of
@@ -66,10 +66,14 @@ Columnar = Callable[
 ]
 #: A cache applies one commit per transaction, however large: the unit of the log.
 _UNBOUNDED = sys.maxsize
-#: Kept scan files are LZ4-compressed: the first read writes fewer bytes (a seventh, for the
-#: benchmark's text), and later ones checksum fewer; measured in bench/write_read.py, both
-#: reads are faster than with plain files (LZ4 decompresses faster than the page cache copies).
-_SCAN_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+#: After a snapshot, a tail the store would apply row by row (window, session and versioned
+#: stores) with at least 1/``_RECOMPUTE_SHARE`` as many rows as the snapshot is not applied:
+#: the whole state is computed from columns (``StoreKind.store_rows``) and ingested. Measured
+#: for window stores: about 3 us a row applied, 0.8 us a row computed and ingested, 0.3 us a
+#: row for a snapshot ingested as it is.
+_RECOMPUTE_SHARE = 4
+
+_T = TypeVar("_T")
 
 
 def default_cache_root() -> str:
@@ -121,10 +125,18 @@ class PartitionCache:
         """Delete the cache and its scan files (under the exclusive lock): rebuilt on next use."""
         with self._lock(exclusive=True):
             shutil.rmtree(self.path, ignore_errors=True)
-            shutil.rmtree(self.path + ".scans", ignore_errors=True)
+            shutil.rmtree(scan_files.scans_folder(self.path), ignore_errors=True)
 
-    def _repairing(self, action: Callable[[], Any]) -> Any:
-        """Run ``action``; if RocksDB reports damage, discard the cache and run it once more.
+    def repairing(
+        self, action: Callable[[], _T], *, release: Callable[[], None] | None = None
+    ) -> _T:
+        """Run ``action`` over this cache; if RocksDB reports damage, discard the cache (it is
+        rebuilt from the log on next use) and run ``action`` once more.
+
+        Args:
+            action: what reads the cache (opening it, a scan, lookups).
+            release: closes what the caller holds open of the cache, before it is discarded
+                (the discard takes the lock exclusively, which a held shared lock would block).
 
         Raises:
             CorruptDataError: the damage persists after a rebuild.
@@ -134,6 +146,8 @@ class PartitionCache:
         except Exception as exc:
             if not is_rocksdb_failure(exc):
                 raise
+            if release is not None:
+                release()
             self.discard()
         try:
             return action()
@@ -156,8 +170,7 @@ class PartitionCache:
 
         # The repair discards the cache under the lock itself: the lock is released first (a
         # second flock of this process on another handle would wait for this one forever).
-        applied: int = self._repairing(locked)
-        return applied
+        return self.repairing(locked)
 
     @property
     def families(self) -> tuple[str, ...]:
@@ -191,7 +204,7 @@ class PartitionCache:
                 return applied
             plan = self.log.restore_plan(applied, target, self.partition)
             if path == self.path:
-                shutil.rmtree(self.path + ".scans", ignore_errors=True)
+                shutil.rmtree(scan_files.scans_folder(self.path), ignore_errors=True)
             snapshot = plan.snapshot if plan.snapshot and plan.snapshot.base is not None else None
             commits: Iterable[tuple[int, pa.Table]] = self._commit_tables(plan)
             # A database that starts over from the log alone gets its state from columns where
@@ -311,7 +324,7 @@ class PartitionCache:
         reports damaged while opening is rebuilt (see ``read``).
         """
         with contextlib.ExitStack() as stack:
-            opened = self._repairing(lambda: self._enter_at(stack, target))
+            opened = self.repairing(lambda: self._enter_at(stack, target))
             yield opened
 
     def _enter_at(self, stack: contextlib.ExitStack, target: int) -> tuple[Any, bool]:
@@ -362,8 +375,8 @@ class PartitionCache:
         durable.makedirs(os.path.dirname(self.path))
         tmp = os.path.join(os.path.dirname(self.path), f"scan-{uuid.uuid4().hex}.arrow")
         try:
-            self._repairing(lambda: self._scan_to(tmp, target, scan, schema))
-            yield from _batches(tmp)
+            self.repairing(lambda: self._scan_to(tmp, target, scan, schema))
+            yield from scan_files.file_batches(tmp)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
@@ -375,16 +388,9 @@ class PartitionCache:
         scan: Callable[[Any], Iterator[pa.RecordBatch]],
         schema: pa.Schema,
     ) -> None:
-        with (
-            self.open_at(target) as (store, _),
-            pa.OSFile(path, "wb") as sink,
-            pa.ipc.new_file(sink, schema, options=_SCAN_OPTIONS) as writer,
-        ):
+        with self.open_at(target) as (store, _), scan_files.scan_writer(path, schema) as writer:
             for batch in scan(store):
                 writer.write_batch(batch)
-
-    def _scan_file(self, target: int, variant: str = "") -> str:
-        return os.path.join(self.path + ".scans", f"{target:020d}{variant}.arrow")
 
     def read_latest(
         self,
@@ -394,14 +400,12 @@ class PartitionCache:
         columnar: Columnar | None = None,
         variant: str = "",
     ) -> Iterator[pa.RecordBatch]:
-        """The batches ``scan(store)`` yields at commit ``target``, kept as a columnar file.
+        """The batches ``scan(store)`` yields at commit ``target``, kept as a scan file.
 
-        A full scan of the latest state is what Spark reads most; RocksDB iterates it far
-        slower than Arrow reads a memory-mapped IPC file. The first scan at a commit writes
-        ``<cache>.scans/<commit>.arrow`` and its XXH3 checksum (``.xxh3``); later ones check and
-        read that file (a crash can leave it torn, never trusted: see ``_seal``). Catching up to a newer commit deletes the files of older ones
-        (under the exclusive lock, so no reader has them open in a way that matters: a mapped
-        file outlives its unlink).
+        The first scan at a commit writes its scan file (``catalog.caches.scan_files``); later
+        ones check and read that file (a crash can leave it torn, never trusted). Catching up
+        to a newer commit deletes the files of older ones (under the exclusive lock, so no
+        reader has them open in a way that matters: a mapped file outlives its unlink).
 
         ``variant`` names another whole-store scan kept the same way (a versioned store's
         history: ``".all"``). With ``columnar``, the state is first computed from the newest
@@ -409,11 +413,11 @@ class PartitionCache:
         see ``StoreKind.scan_columns``): no RocksDB is built for a scan. RocksDB is built only
         when ``columnar`` declines, or for lookups (``open_at``).
         """
-        path = self._scan_file(target, variant)
-        kept = _open_verified(path)
+        path = scan_files.scan_file(self.path, target, variant)
+        kept = scan_files.open_verified(path)
         if kept is not None:
             with kept:
-                yield from _read_batches(kept)
+                yield from scan_files.read_batches(kept)
             return
         # Written beside the cache, not in ``.scans``, which a catch-up may clear meanwhile.
         durable.makedirs(os.path.dirname(self.path))
@@ -424,32 +428,21 @@ class PartitionCache:
                 # Served as computed while it is written (Spark takes each batch at once), and
                 # kept only once every batch is in the file: a reader that stops early (a
                 # LIMIT) leaves nothing behind.
-                with (
-                    pa.OSFile(tmp, "wb") as sink,
-                    pa.ipc.new_file(sink, schema, options=_SCAN_OPTIONS) as writer,
-                ):
+                with scan_files.scan_writer(tmp, schema) as writer:
                     for i, batch in enumerate(batches):
                         writer.write_batch(batch)
                         if i == 0:
                             faults.point("scan.writing")
                         yield batch
-                with contextlib.suppress(FileNotFoundError):  # see below
-                    _seal(tmp, path)
-                    _drop_older_scans(path)
+                scan_files.keep(tmp, path)
                 return
-            shared = self._repairing(lambda: self._scan_latest_to(tmp, target, scan, schema))
+            shared = self.repairing(lambda: self._scan_latest_to(tmp, target, scan, schema))
             with pa.memory_map(tmp) as source:  # served from this mapping, renamed or not
                 if shared:  # else the cache moved on: this scan is private, not kept
-                    # Concurrent first readers write the same bytes; a catch-up clearing the
-                    # folder meanwhile only means this one is not kept.
-                    with contextlib.suppress(FileNotFoundError):
-                        _seal(tmp, path)
-                        _drop_older_scans(path)
-                yield from _read_batches(source)
+                    scan_files.keep(tmp, path)
+                yield from scan_files.read_batches(source)
         finally:
-            for leftover in (tmp, tmp + _SUM):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(leftover)
+            scan_files.remove_temporary(tmp)
 
     def _columnar_batches(
         self, target: int, columnar: Columnar
@@ -495,92 +488,12 @@ class PartitionCache:
         scan: Callable[[Any], Iterator[pa.RecordBatch]],
         schema: pa.Schema,
     ) -> bool:
-        with self.open_at(target) as (store, shared), pa.OSFile(tmp, "wb") as sink:
-            with pa.ipc.new_file(sink, schema, options=_SCAN_OPTIONS) as writer:
-                for i, batch in enumerate(scan(store)):
-                    writer.write_batch(batch)
-                    if i == 0:
-                        faults.point("scan.writing")
-            return bool(shared)
-
-
-def _batches(path: str) -> Iterator[pa.RecordBatch]:
-    with pa.memory_map(path) as source:
-        yield from _read_batches(source)
-
-
-def _read_batches(source: pa.MemoryMappedFile) -> Iterator[pa.RecordBatch]:
-    reader = pa.ipc.open_file(source)
-    for i in range(reader.num_record_batches):
-        yield reader.get_batch(i)
-
-
-#: After a snapshot, a tail the store would apply row by row (window, session and versioned
-#: stores) with at least 1/``_RECOMPUTE_SHARE`` as many rows as the snapshot is not applied:
-#: the whole state is computed from columns (``StoreKind.store_rows``) and ingested. Measured
-#: for window stores: about 3 us a row applied, 0.8 us a row computed and ingested, 0.3 us a
-#: row for a snapshot ingested as it is.
-_RECOMPUTE_SHARE = 4
-
-#: A kept scan file's checksum sidecar: XXH3-64 of the file, in hex. The file is a local
-#: cache verified on every read, so the checksum runs at memory speed (xxHash's XXH3, ~8x
-#: zlib's CRC-32 here); files kept by older versions (``.crc32``) are rebuilt.
-_SUM = ".xxh3"
-_LEGACY_SUM = ".crc32"
-
-
-def _checksum(data: pa.Buffer) -> str:
-    return f"{xxhash.xxh3_64_intdigest(data):016x}"
-
-
-def _sum_of(path: str) -> str:
-    with pa.memory_map(path) as source:
-        return _checksum(source.read_buffer())
-
-
-def _open_verified(path: str) -> pa.MemoryMappedFile | None:
-    """The scan file at ``path``, mapped, if it matches its checksum (checked on the very
-    mapping that is then served); a file that does not is deleted, so it is rebuilt."""
-    try:
-        with open(path + _SUM) as f:
-            expected = f.read().strip()
-        source = pa.memory_map(path)
-    except FileNotFoundError:
-        source = None
-    if source is not None:
-        if _checksum(source.read_buffer()) == expected:
-            source.seek(0)
-            return source
-        source.close()
-    for stale in (path, path + _SUM, path + _LEGACY_SUM):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(stale)
-    return None
-
-
-def _seal(tmp: str, path: str) -> None:
-    """Publish a scan file: the data, then its checksum, renamed into place in that order.
-
-    Not fsynced: a scan file is a cache that every reader verifies against its checksum
-    before serving it (``_open_verified``), so one left torn or empty by a crash is deleted
-    and computed again, never served. (The changelog files it is computed from are durable.)
-    """
-    checksum = _sum_of(tmp)
-    with open(tmp + _SUM, "w") as f:
-        f.write(checksum)
-    durable.makedirs(os.path.dirname(path))
-    os.replace(tmp, path)
-    os.replace(tmp + _SUM, path + _SUM)
-
-
-def _drop_older_scans(path: str) -> None:
-    """Delete the scan files of commits older than the one at ``path`` (a reader that has one
-    mapped keeps reading it; a reader pinned to an older commit rebuilds its own)."""
-    folder, name = os.path.split(path)
-    for entry in os.listdir(folder):
-        if entry.split(".")[0] < name.split(".")[0]:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(folder, entry))
+        with self.open_at(target) as (store, shared), scan_files.scan_writer(tmp, schema) as writer:
+            for i, batch in enumerate(scan(store)):
+                writer.write_batch(batch)
+                if i == 0:
+                    faults.point("scan.writing")
+        return bool(shared)
 
 
 def _slices(keys: pa.Array, values: pa.Array, rows: int = 1 << 16) -> Iterator[tuple[pa.Array, pa.Array]]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -34,13 +34,16 @@ import pyarrow.compute as pc
 from catalog.caches.partitions import PartitionCache
 from catalog.kinds import Scan
 from catalog.log.changelog import read_changelog
+from catalog.scans import decoder
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError
 from stores.transactional import OFFSETS_CF
 
 if TYPE_CHECKING:
-    from catalog.catalog import StoreTable
+    from catalog.table import Table
 
+#: A table of any class (``check_one_schema`` returns one of the class it is given).
+_Table = TypeVar("_Table", bound="Table")
 CHANGE_COLUMNS = [
     pa.field("_change_type", pa.string()),
     pa.field("_commit_version", pa.int64()),
@@ -49,13 +52,13 @@ CHANGE_COLUMNS = [
 _IDENTITY_TIMES = ("window_start", "session_start", "session_end")
 
 
-def change_schema(table: StoreTable) -> pa.Schema:
+def change_schema(table: Table) -> pa.Schema:
     """The feed's schema: the store's read columns, then the change columns."""
     return pa.schema([*table.arrow_schema(), *CHANGE_COLUMNS])
 
 
 def version_range(
-    table: StoreTable,
+    table: Table,
     starting_version: int | None,
     ending_version: int | None,
     starting_timestamp_ms: int | None,
@@ -101,13 +104,13 @@ def version_range(
 
 
 def partition_changes(
-    table: StoreTable, partition: int, start: int, end: int
+    table: Table, partition: int, start: int, end: int
 ) -> Iterator[pa.RecordBatch]:
     """The changes of commits ``start..end`` in one partition (see module doc)."""
     if end < start:
         return
     cache = table.partition_cache(partition)
-    typed = table._typed()
+    typed = decoder(table.spec, table.arrow_schema())
     layout = table.layout
     identity = ["key", *(c for c in layout.read_times if c in _IDENTITY_TIMES)]
     schema = change_schema(table)
@@ -234,7 +237,7 @@ def _diff(
     ]
 
 
-def changes_as_table(table: StoreTable, start: int, end: int) -> pa.Table:
+def changes_as_table(table: Table, start: int, end: int) -> pa.Table:
     """Every partition's changes of commits ``start..end`` (``Catalog.changes``)."""
     batches: list[Any] = []
     for partition in range(table.spec.num_partitions):
@@ -242,7 +245,7 @@ def changes_as_table(table: StoreTable, start: int, end: int) -> pa.Table:
     return pa.Table.from_batches(batches, schema=change_schema(table))
 
 
-def check_one_schema(table: StoreTable, start: int, end: int) -> StoreTable:
+def check_one_schema(table: _Table, start: int, end: int) -> _Table:
     """``table`` with the spec of commits ``start..end`` (and of the state before them).
 
     Raises:

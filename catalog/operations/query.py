@@ -7,7 +7,7 @@ ask and an optional position bound::
     value = query(catalog, request).get_only_partition_result().get_result()
 
 Every partition is answered from its local cache at the store's latest commit (one snapshot for
-the whole request), opened as ``StoreTable.read_partition`` opens it. A partition's position is
+the whole request), opened as ``Table.read_partition`` opens it. A partition's position is
 ``{store name: {partition: commit id}}``: the commit id plays the role of Kafka's changelog
 offset, so the merged position of one answer can bound the next query
 (``with_position_bound(PositionBound.at(result.get_position()))``).
@@ -33,8 +33,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from catalog.catalog import Catalog, StoreTable
 from catalog.partitioner import partition_of
+from catalog.table import Table, Warehouse
 from stores.bytes.rocksdb import is_rocksdb_failure
 from stores.errors import InvalidOptionError
 from stores.iterators import KeyValueIterator
@@ -231,7 +231,7 @@ class StateQueryResult:
         return f"StateQueryResult{{partitionResults={self._results_text()}, globalResult={glob}}}"
 
 
-def query(catalog: Catalog, request: StateQueryRequest) -> StateQueryResult:
+def query(catalog: Warehouse, request: StateQueryRequest) -> StateQueryResult:
     """Run ``request`` over its catalog store, at the store's latest commit.
 
     Raises:
@@ -297,7 +297,7 @@ def _position(store: str, partition: int, snapshot: int) -> Position:
 
 
 def _query_partition(
-    table: StoreTable,
+    table: Table,
     partition: int,
     snapshot: int,
     typed_query: Query,
@@ -309,24 +309,22 @@ def _query_partition(
 ) -> tuple[QueryResult, type]:
     """One partition's typed result (iterators read while it is open) and its store's class."""
     cache = table.partition_cache(partition)
-    for attempt in (1, 2):
-        try:
-            with cache.open_at(snapshot) as (store, shared):
-                raw = store_query(
-                    store, raw_query, bound,
-                    position=_position(table.spec.name, partition, snapshot),
-                    partition=partition, collect_execution_info=info, described_as=typed_query,
-                )
-                name = f"{table.spec.name}[{partition}]@{snapshot}"
-                typed = _Typed(key_serde, value_serde, name)
-                if raw.is_success():
-                    raw = raw.with_result(typed.result(raw.get_result()))
-                store_class = type(store)
-            break
-        except Exception as exc:
-            if attempt == 2 or not is_rocksdb_failure(exc):
-                raise
-            cache.discard()  # damaged while queried: rebuilt from the log, asked again
+
+    def ask() -> tuple[QueryResult, type, bool]:
+        with cache.open_at(snapshot) as (store, shared):
+            raw = store_query(
+                store, raw_query, bound,
+                position=_position(table.spec.name, partition, snapshot),
+                partition=partition, collect_execution_info=info, described_as=typed_query,
+            )
+            name = f"{table.spec.name}[{partition}]@{snapshot}"
+            typed = _Typed(key_serde, value_serde, name)
+            if raw.is_success():
+                raw = raw.with_result(typed.result(raw.get_result()))
+            return raw, type(store), shared
+
+    # Damaged while queried (iterators are read here): rebuilt from the log, asked again.
+    raw, store_class, shared = cache.repairing(ask)
     if info:
         where = "this machine's cache" if shared else "a private snapshot"
         raw.add_execution_info(

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from catalog import Catalog, StoreTable
+from catalog import Catalog, StoreTable, scans
 from catalog.caches.partitions import PartitionCache
 from catalog.cli import main as cli
 from catalog.kinds import STORE_MUST_ANSWER
@@ -22,7 +22,8 @@ from catalog.log import changelog
 from catalog.log import commits as commit_log
 from catalog.log.commits import record_name
 from catalog.log.paths import COMMITS_DIR
-from catalog.operations.compaction import compact, dump, load_snapshot, tail_files
+from catalog.log.snapshots import dump, load_snapshot
+from catalog.operations.compaction import compact, tail_files
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError
 from stores.formats.headers import encode_headers
@@ -262,7 +263,8 @@ def test_a_latest_read_from_columns_equals_the_store_s_own(
         from_store = []
         for partition in range(2):
             cache = PartitionCache(catalog.storage, fresh.spec, "s", partition, str(tmp_path / f"r{step}"))
-            batches = cache.read(target, fresh._typed_scan(Scan()), fresh.arrow_schema())
+            run = scans.store_scan(fresh.spec, fresh.kind, Scan(), fresh.arrow_schema())
+            batches = cache.read(target, run, fresh.arrow_schema())
             from_store += [b for b in batches]
         assert from_columns == _sorted(pa.Table.from_batches(from_store, schema=fresh.arrow_schema()))
 
@@ -465,7 +467,8 @@ def test_a_window_cache_after_a_snapshot_computes_a_long_tail_and_applies_a_shor
     target = table.log.latest_id()
     assert cache.catch_up(target) == target
     assert applied == ([1] if tail == 1 else [])
-    batches = list(cache.read(target, table._typed_scan(Scan()), table.arrow_schema()))  # RocksDB
+    run = scans.store_scan(table.spec, table.kind, Scan(), table.arrow_schema())
+    batches = list(cache.read(target, run, table.arrow_schema()))  # RocksDB
     assert _sorted(pa.Table.from_batches(batches, schema=table.arrow_schema())) == expected
 
 
@@ -568,7 +571,7 @@ def test_snapshot_batches_of_a_partition_past_2_gib_stay_within_32_bit_offsets()
     """Rows computed for a snapshot come as large binary; a piece that starts past 2 GiB in
     them is written as binary over the same bytes (the buffer here is allocated, not
     touched: only its last bytes are)."""
-    from catalog.operations.compaction import _pieces, _snapshot_batch
+    from catalog.log.snapshots import _pieces, _snapshot_batch
 
     sizes = [1 << 30, (1 << 30) + 100, 200]
     buffer = pa.allocate_buffer(sum(sizes))

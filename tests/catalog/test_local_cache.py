@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from catalog import Catalog, StoreTable, faults
+from catalog import Catalog, StoreTable, faults, scans
 from catalog.caches.partitions import PartitionCache
 from catalog.kinds import Scan
 from stores import KeyQuery
@@ -47,7 +47,8 @@ def _rows(table: StoreTable) -> list[tuple[str, str]]:
 def _cache_rows(catalog: Catalog, table: StoreTable) -> list[tuple[str, str]]:
     """A read through the partition's RocksDB cache."""
     cache = _cache(catalog, table)
-    batches = cache.read(table.log.latest_id(), table._typed_scan(Scan()), table.arrow_schema())
+    run = scans.store_scan(table.spec, table.kind, Scan(), table.arrow_schema())
+    batches = cache.read(table.log.latest_id(), run, table.arrow_schema())
     return sorted((r["key"], r["value"]) for b in batches for r in b.to_pylist())
 
 
@@ -230,8 +231,10 @@ def test_a_first_read_stopped_early_keeps_no_scan_file(catalog: Catalog, table: 
     target = table.log.latest_id()
     cache = _cache(catalog, table)
     scan = Path(cache.path + ".scans") / f"{target:020d}.arrow"
-    columnar = table._columnar(Scan())
-    batches = cache.read_latest(target, table._typed_scan(Scan()), table.arrow_schema(), columnar)
+    schema = table.arrow_schema()
+    columnar = scans.columnar(table.spec, table.kind, Scan(), schema)
+    run = scans.store_scan(table.spec, table.kind, Scan(), schema)
+    batches = cache.read_latest(target, run, schema, columnar)
     first = next(batches)  # served before the rest is computed into the file
     assert first.num_rows and not scan.exists()
     batches.close()  # a LIMIT: the reader stops

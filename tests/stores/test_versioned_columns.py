@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from catalog import Catalog
 from catalog.kinds import STORE_MUST_ANSWER, VERSIONED, Scan
-from catalog.operations.compaction import dump
+from catalog.log.snapshots import dump
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.versioned.columns import snapshot_records, versioned_read, versioned_rows
 from tests.stores.test_versioned_model import CONFIGS

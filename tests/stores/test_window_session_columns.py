@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catalog.kinds import SESSION, WINDOW, Scan, StoreKind
-from catalog.operations.compaction import dump
+from catalog.log.snapshots import dump
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.formats.headers import encode_headers
 from stores.session.columns import session_base, session_read, session_rows
