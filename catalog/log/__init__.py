@@ -1,2 +1,24 @@
-"""The log: commit records, storage backends, paths, specs and changelog files. Imports
-nothing of the table, the caches or the operations."""
+"""The log: what a store is on its warehouse, written and read without any of the table.
+
+A store is a folder of immutable files under the warehouse root; this subpackage holds every
+format and rule of those files, and nothing that interprets them as rows of a table:
+
+- ``commits``: commit records (``CommitRecord``, ``ChangelogFile``, ``Txn``), their sealed,
+  checksummed JSON, and the ``CommitLog`` of one store: reading and verifying records, their
+  chain, the plan a cache follows to reach a commit, and publishing the next record;
+- ``storage``: ``Storage``, the files below a warehouse URL and the primitives the commit
+  protocol needs (an atomic create-if-absent where the backend has one);
+- ``paths``: the folder names of a store, each defined once, and the checks of every path
+  component read from data;
+- ``spec``: a store's spec (``StoreSpec``), kept in its first commit record;
+- ``changelog``: changelog files, the Arrow pieces a write stages and a commit publishes;
+- ``snapshots``: compaction's snapshot files of each partition;
+- ``durable``: fsync of local directories, so that new entries survive a power loss.
+
+The rule: modules here import ``stores.*`` (errors, types), ``catalog.faults`` and
+``catalog.log.*`` only; never the table (``catalog.catalog``, ``catalog.staging``), the caches
+(``catalog.caches``) nor the operations (``catalog.operations``). Those build on the log.
+
+This ``__init__`` imports nothing, so that naming the package loads no engine (fsspec,
+pyarrow): import the module you need.
+"""
