@@ -25,20 +25,16 @@ import pyarrow.compute as pc
 from catalog import faults
 from catalog.caches.partitions import Columnar, PartitionCache, default_cache_root
 from catalog.kinds import HEADERS, Layout, Scan, kind_of
-from catalog.log.commits import (
-    ChangelogFile,
-    CommitLog,
-    CommitRecord,
-    Txn,
-    record_name,
-)
+from catalog.log.commits import CommitLog
 from catalog.log.paths import (
     ABORTED_DIR,
     CHANGELOG_DIR,
     COMMITS_DIR,
     check_store_name,
     check_write_id,
+    record_name,
 )
+from catalog.log.records import ChangelogFile, CommitRecord, Txn
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from catalog.operations.compaction import COMPACT_AFTER_FILES

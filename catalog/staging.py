@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.log.changelog import write_changelog
-from catalog.log.commits import ChangelogFile
 from catalog.log.paths import check_write_id
+from catalog.log.records import ChangelogFile
 from catalog.partitioner import partitions_of
 from stores.errors import InvalidOptionError
 from stores.records import UNKNOWN_TIMESTAMP

@@ -21,7 +21,7 @@ from pyspark.sql.types import (
 from catalog import faults
 from catalog.catalog import Catalog, StoreTable
 from catalog.kinds import HEADERS
-from catalog.log.commits import ChangelogFile, Txn
+from catalog.log.records import ChangelogFile, Txn
 from catalog.log.spec import StoreSpec
 from catalog.staging import Stager
 from datasource.errors import surface_errors

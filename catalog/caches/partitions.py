@@ -49,7 +49,8 @@ from catalog import faults
 from catalog.kinds import kind_of
 from catalog.log import durable
 from catalog.log.changelog import read_changelog
-from catalog.log.commits import CommitLog, CommitRecord, RestorePlan
+from catalog.log.commits import CommitLog, RestorePlan
+from catalog.log.records import CommitRecord
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from catalog.operations.compaction import load_snapshot, snapshot_runs

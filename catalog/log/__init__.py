@@ -3,13 +3,14 @@
 A store is a folder of immutable files under the warehouse root; this subpackage holds every
 format and rule of those files, and nothing that interprets them as rows of a table:
 
-- ``commits``: commit records (``CommitRecord``, ``ChangelogFile``, ``Txn``), their sealed,
-  checksummed JSON, and the ``CommitLog`` of one store: reading and verifying records, their
-  chain, the plan a cache follows to reach a commit, and publishing the next record;
+- ``records``: the value types of a commit record (``CommitRecord``, ``ChangelogFile``,
+  ``Txn``) and their sealed, checksummed JSON;
+- ``commits``: the ``CommitLog`` of one store: reading and verifying records, their chain,
+  the plan a cache follows to reach a commit (``RestorePlan``), and publishing the next record;
 - ``storage``: ``Storage``, the files below a warehouse URL and the primitives the commit
   protocol needs (an atomic create-if-absent where the backend has one);
-- ``paths``: the folder names of a store, each defined once, and the checks of every path
-  component read from data;
+- ``paths``: the folder and file names of a store, each defined once (``record_name``), and
+  the checks of every path component read from data;
 - ``spec``: a store's spec (``StoreSpec``), kept in its first commit record;
 - ``changelog``: changelog files, the Arrow pieces a write stages and a commit publishes;
 - ``snapshots``: compaction's snapshot files of each partition;

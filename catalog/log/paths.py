@@ -28,6 +28,7 @@ TASKS_DIR = "tasks"
 SNAPSHOT_DIR = "snapshot"
 ABORTED_DIR = "aborted"
 
+_RECORD_NAME = re.compile(r"(\d{20})\.json")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
 _STORE_ID = re.compile(r"[0-9a-f]{32}")
 _WRITE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -37,6 +38,18 @@ _CHANGELOG = re.compile(r"changelog/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
 #: back; a commit record lists each piece with its offset (``catalog.log.changelog``).
 _TASK_CHANGELOG = re.compile(r"changelog/tasks/([A-Za-z0-9_-]{1,300})\.arrow")
 _SNAPSHOT = re.compile(r"snapshot/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
+
+
+def record_name(commit_id: int) -> str:
+    """The file name of commit record ``commit_id`` in ``COMMITS_DIR`` (20 digits: names sort
+    as ids do)."""
+    return f"{commit_id:020d}.json"
+
+
+def record_id(name: str) -> int | None:
+    """The commit id a file name of ``COMMITS_DIR`` holds, None if it names no record."""
+    match = _RECORD_NAME.fullmatch(name)
+    return None if match is None else int(match.group(1))
 
 
 def check_store_name(name: str) -> str:

@@ -43,8 +43,9 @@ import pyarrow.compute as pc
 from catalog import faults
 from catalog.log import changelog as changelog_files
 from catalog.log.changelog import IPC_OPTIONS, changelog_batches
-from catalog.log.commits import ChangelogFile, CommitLog, CommitRecord
+from catalog.log.commits import CommitLog
 from catalog.log.paths import snapshot_path
+from catalog.log.records import ChangelogFile, CommitRecord
 from catalog.log.storage import Storage
 from stores.columns.encode import as_binary, binary_from, binary_offsets, whole
 

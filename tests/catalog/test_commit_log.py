@@ -13,8 +13,9 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog, StoreTable, faults
-from catalog.log.commits import CommitLog, Txn, record_name, seal
-from catalog.log.paths import COMMITS_DIR
+from catalog.log.commits import CommitLog
+from catalog.log.paths import COMMITS_DIR, record_name
+from catalog.log.records import Txn, seal
 from stores.errors import (
     CorruptDataError,
     InvalidOptionError,

@@ -19,8 +19,7 @@ from catalog.caches.partitions import PartitionCache
 from catalog.cli import main as cli
 from catalog.log import changelog
 from catalog.log import commits as commit_log
-from catalog.log.commits import record_name
-from catalog.log.paths import COMMITS_DIR
+from catalog.log.paths import COMMITS_DIR, record_name
 from catalog.operations.compaction import compact, dump, load_snapshot, tail_files
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError

@@ -18,8 +18,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from catalog import Catalog
 from catalog.log import commits as commit_log
-from catalog.log.commits import record_name
-from catalog.log.paths import COMMITS_DIR
+from catalog.log.paths import COMMITS_DIR, record_name
 from catalog.log.storage import Storage
 from stores.errors import InvalidOptionError
 
