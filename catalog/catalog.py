@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from catalog import faults
 from catalog.caches.partitions import Columnar, PartitionCache, default_cache_root
 from catalog.kinds import HEADERS, Layout, Scan, kind_of
+from catalog.log.backends import storage_for
 from catalog.log.commits import CommitLog
 from catalog.log.paths import (
     ABORTED_DIR,
@@ -109,7 +110,7 @@ class Catalog:
         single_writer: bool = False,
         compact_after_files: int = COMPACT_AFTER_FILES,
     ) -> None:
-        self.storage = Storage(resolve_root(root), single_writer=single_writer)
+        self.storage = storage_for(resolve_root(root), single_writer=single_writer)
         self.cache_dir = cache_dir
         self.compact_after_files = compact_after_files
 

@@ -7,8 +7,11 @@ format and rule of those files, and nothing that interprets them as rows of a ta
   ``Txn``) and their sealed, checksummed JSON;
 - ``commits``: the ``CommitLog`` of one store: reading and verifying records, their chain,
   the plan a cache follows to reach a commit (``RestorePlan``), and publishing the next record;
-- ``storage``: ``Storage``, the files below a warehouse URL and the primitives the commit
-  protocol needs (an atomic create-if-absent where the backend has one);
+- ``storage``: ``Storage``, the type of the files below a warehouse URL and of the
+  primitives the commit protocol needs, with what each backend guarantees;
+- ``backends``: the storage backends, one class each (local filesystem, S3 with conditional
+  puts, memory, single-writer fsspec), and the table that picks one by the root URL's scheme
+  (``storage_for``);
 - ``paths``: the folder and file names of a store, each defined once (``record_name``), and
   the checks of every path component read from data;
 - ``spec``: a store's spec (``StoreSpec``), kept in its first commit record;

@@ -13,6 +13,7 @@ import pytest
 from catalog import Catalog
 from catalog.caches.partitions import PartitionCache
 from catalog.log import changelog
+from catalog.log.backends import storage_for
 from catalog.log.commits import CommitLog
 from catalog.log.paths import record_name
 from catalog.log.storage import Storage
@@ -276,7 +277,7 @@ def test_concurrent_committers_each_get_their_own_commit(catalog: Catalog) -> No
 
 
 def test_write_if_absent_is_atomic_on_local_files(tmp_path: Path) -> None:
-    storage = Storage(str(tmp_path))
+    storage = storage_for(str(tmp_path))
     assert storage.atomic_put_if_absent
     assert storage.write_if_absent(b"first", "x", "f.json")
     assert not storage.write_if_absent(b"second", "x", "f.json")
