@@ -135,10 +135,12 @@ class CommitRecord:
 
     @property
     def overwrite(self) -> bool:
+        """Whether this commit replaces every partition's contents."""
         return self.operation == "overwrite"
 
     @property
     def compaction(self) -> bool:
+        """Whether this record publishes snapshots (``compact``)."""
         return self.operation == "compact"
 
     @property
@@ -147,9 +149,11 @@ class CommitRecord:
         return self.operation in ("compact", "expire")
 
     def files_for(self, partition: int) -> list[ChangelogFile]:
+        """The files (pieces) of one partition, in the record's order."""
         return [f for f in self.files if f.partition == partition]
 
     def body(self) -> dict[str, Any]:
+        """The record's fields as JSON-able data, without its checksum."""
         return {
             "format": FORMAT,
             "store_id": self.store_id,
@@ -174,6 +178,7 @@ class CommitRecord:
         }  # fmt: skip
 
     def to_json(self) -> bytes:
+        """The record as written: its body sealed with its checksum."""
         return seal(self.body())
 
     @classmethod
