@@ -21,10 +21,11 @@ import pyarrow as pa
 from catalog import faults
 from catalog.commit import changelog_files
 from catalog.kinds import OPTION_NAMES, kind_of
-from catalog.log.commits import ChangelogFile, CommitLog, CommitRecord, Txn, record_name
-from catalog.log.paths import COMMITS_DIR, check_store_name
+from catalog.log.backends import storage_for
+from catalog.log.commits import CommitLog
+from catalog.log.paths import COMMITS_DIR, check_store_name, record_name
+from catalog.log.records import ChangelogFile, CommitRecord, Txn
 from catalog.log.spec import StoreSpec
-from catalog.log.storage import Storage
 from catalog.operations import change_feed, compaction, maintenance
 from catalog.operations.maintenance import VacuumReport
 from catalog.operations.query import StateQueryRequest, StateQueryResult, query
@@ -94,7 +95,7 @@ class Catalog:
         single_writer: bool = False,
         compact_after_files: int = compaction.COMPACT_AFTER_FILES,
     ) -> None:
-        self.storage = Storage(resolve_root(root), single_writer=single_writer)
+        self.storage = storage_for(resolve_root(root), single_writer=single_writer)
         self.cache_dir = cache_dir
         self.compact_after_files = compact_after_files
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from catalog import faults
-from catalog.log.commits import ChangelogFile, CommitLog, CommitRecord, Txn
+from catalog.log.commits import CommitLog
 from catalog.log.paths import ABORTED_DIR, CHANGELOG_DIR, check_write_id
+from catalog.log.records import ChangelogFile, CommitRecord, Txn
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from stores.errors import StoreNotFoundError

@@ -21,8 +21,8 @@ import pyarrow.compute as pc
 
 from catalog.kinds import kind_of
 from catalog.log.changelog import write_changelog
-from catalog.log.commits import ChangelogFile
 from catalog.log.paths import check_write_id
+from catalog.log.records import ChangelogFile
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from catalog.partitioner import partitions_of

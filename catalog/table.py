@@ -27,8 +27,9 @@ from catalog import commit as commits
 from catalog import scans
 from catalog.caches.partitions import PartitionCache, default_cache_root
 from catalog.kinds import Layout, Scan, kind_of
-from catalog.log.commits import ChangelogFile, CommitLog, CommitRecord, Txn, record_name
-from catalog.log.paths import COMMITS_DIR
+from catalog.log.commits import CommitLog
+from catalog.log.paths import COMMITS_DIR, record_name
+from catalog.log.records import ChangelogFile, CommitRecord, Txn
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from catalog.staging import Stager

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from catalog.catalog import StoreTable
 from catalog.kinds import Layout
 from catalog.log.changelog import read_changelog
-from catalog.log.commits import ChangelogFile
+from catalog.log.records import ChangelogFile
 from stores.errors import InvalidOptionError
 from stores.serdes import serde_for
 from stores.types import TypeJson

@@ -24,7 +24,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 from pyspark.sql.types import StructType
 
 from catalog.catalog import Catalog, StoreTable
-from catalog.log.commits import Txn
+from catalog.log.records import Txn
 from catalog.log.spec import StoreSpec
 from datasource.errors import surface_errors
 from datasource.options import StoreOptions

@@ -20,7 +20,7 @@ from pyspark.sql.types import (
 from catalog import faults
 from catalog.catalog import Catalog, StoreTable
 from catalog.kinds import DEFAULT_KIND, HEADERS, HEADERS_PARAM, kind_of, write_time_columns
-from catalog.log.commits import ChangelogFile, Txn
+from catalog.log.records import ChangelogFile, Txn
 from catalog.log.spec import StoreSpec
 from catalog.staging import Stager
 from datasource.errors import surface_errors

@@ -49,7 +49,8 @@ from catalog.caches import scan_files
 from catalog.kinds import STORE_MUST_ANSWER, kind_of
 from catalog.log import durable
 from catalog.log.changelog import read_changelog
-from catalog.log.commits import CommitLog, CommitRecord, RestorePlan
+from catalog.log.commits import CommitLog, RestorePlan
+from catalog.log.records import CommitRecord
 from catalog.log.snapshots import load_snapshot, snapshot_runs
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage

@@ -33,8 +33,8 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from catalog import faults
-from catalog.log.commits import ChangelogFile
 from catalog.log.paths import is_task_changelog, task_changelog_path
+from catalog.log.records import ChangelogFile
 from catalog.log.storage import Storage
 from stores.errors import CorruptDataError
 

@@ -1,4 +1,5 @@
-"""Path components taken from data, validated before they touch a filesystem.
+"""Every path of a store: its folder names, defined once here (``COMMITS_DIR`` ...), the
+names of its files, and the checks of path components taken from data.
 
 Store names, store ids and changelog file paths are read from commit records and options; a
 record edited to hold ``../../x`` or an absolute path must never make a read or a write leave
@@ -10,7 +11,9 @@ strict pattern, and anything else is refused with a coded error naming the value
 | store name       | ``[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}``     | options, directory names, records  |
 | store id         | 32 lower-case hex digits                  | the first commit record            |
 | write id         | ``[A-Za-z0-9_-]{1,200}``                  | writers (staged file name prefix)  |
-| changelog path   | ``changelog/<5 digits>/<file name>.arrow`` | commit records                     |
+| commit record    | ``commits/<20 digits>.json`` (``record_name``) | listings of ``commits/``       |
+| changelog path   | ``changelog/tasks/<file name>.arrow``      | commit records                     |
+|                  | ``changelog/<5 digits>/<file name>.arrow`` | records of earlier releases        |
 | snapshot path    | ``snapshot/<5 digits>/<file name>.arrow``  | compaction records                 |
 """
 
@@ -28,15 +31,31 @@ TASKS_DIR = "tasks"
 SNAPSHOT_DIR = "snapshot"
 ABORTED_DIR = "aborted"
 
+_RECORD_NAME = re.compile(r"(\d{20})\.json")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
 _STORE_ID = re.compile(r"[0-9a-f]{32}")
 _WRITE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
+# A data file's name inside its folder, and the folder of one partition (5 digits).
+_FILE = r"([A-Za-z0-9_-]{1,300})\.arrow"
+_PARTITION = r"(\d{5})"
 #: A changelog file of earlier releases: one partition's rows from one writer task (still read).
-_CHANGELOG = re.compile(r"changelog/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
+_CHANGELOG = re.compile(f"{re.escape(CHANGELOG_DIR)}/{_PARTITION}/{_FILE}")
 #: A writer task's file: its rows of every partition, one Arrow IPC file per partition back to
 #: back; a commit record lists each piece with its offset (``catalog.log.changelog``).
-_TASK_CHANGELOG = re.compile(r"changelog/tasks/([A-Za-z0-9_-]{1,300})\.arrow")
-_SNAPSHOT = re.compile(r"snapshot/(\d{5})/([A-Za-z0-9_-]{1,300})\.arrow")
+_TASK_CHANGELOG = re.compile(f"{re.escape(CHANGELOG_DIR)}/{re.escape(TASKS_DIR)}/{_FILE}")
+_SNAPSHOT = re.compile(f"{re.escape(SNAPSHOT_DIR)}/{_PARTITION}/{_FILE}")
+
+
+def record_name(commit_id: int) -> str:
+    """The file name of commit record ``commit_id`` in ``COMMITS_DIR`` (20 digits: names sort
+    as ids do)."""
+    return f"{commit_id:020d}.json"
+
+
+def record_id(name: str) -> int | None:
+    """The commit id a file name of ``COMMITS_DIR`` holds, None if it names no record."""
+    match = _RECORD_NAME.fullmatch(name)
+    return None if match is None else int(match.group(1))
 
 
 def check_store_name(name: str) -> str:
@@ -98,7 +117,7 @@ def is_task_changelog(path: str) -> bool:
 
 def snapshot_path(partition: int, name: str) -> str:
     """The path, relative to a store's directory, of a partition snapshot."""
-    path = f"snapshot/{partition:05d}/{name}.arrow"
+    path = f"{SNAPSHOT_DIR}/{partition:05d}/{name}.arrow"
     if not _SNAPSHOT.fullmatch(path):
         raise InvalidOptionError(f"snapshot file name {name!r} is not valid")
     return path
@@ -126,11 +145,11 @@ def check_changelog_path(
         or not isinstance(partition, int)
         or not (task_file or (match is not None and int(match.group(1)) == partition))
     ):
-        kind = "snapshot" if snapshot else "changelog"
+        kind, folder = ("snapshot", SNAPSHOT_DIR) if snapshot else ("changelog", CHANGELOG_DIR)
         raise CorruptDataError(
             f"{where} lists file {path!r} for partition {partition!r}; a {kind} file is "
-            f"'{kind}/<partition, 5 digits>/<name>.arrow'"
-            + ("" if snapshot else " or 'changelog/tasks/<name>.arrow'")
+            f"'{folder}/<partition, 5 digits>/<name>.arrow'"
+            + ("" if snapshot else f" or '{CHANGELOG_DIR}/{TASKS_DIR}/<name>.arrow'")
             + " inside its store",
             code="UNSAFE_PATH",
         )

@@ -31,8 +31,8 @@ import pyarrow.compute as pc
 
 from catalog.log import changelog as changelog_files
 from catalog.log.changelog import IPC_OPTIONS, changelog_batches
-from catalog.log.commits import ChangelogFile
 from catalog.log.paths import snapshot_path
+from catalog.log.records import ChangelogFile
 from catalog.log.storage import Storage
 from stores.columns.encode import as_binary, binary_from, binary_offsets, whole
 

@@ -29,7 +29,8 @@ import pyarrow as pa
 
 from catalog import faults
 from catalog.kinds import STORE_MUST_ANSWER
-from catalog.log.commits import ChangelogFile, CommitLog, CommitRecord
+from catalog.log.commits import CommitLog
+from catalog.log.records import ChangelogFile, CommitRecord
 from catalog.log.snapshots import dump, snapshot_table, write_snapshot
 
 if TYPE_CHECKING:

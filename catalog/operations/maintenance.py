@@ -33,13 +33,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from catalog import faults
-from catalog.log.commits import CommitLog, record_name
+from catalog.log.commits import CommitLog
 from catalog.log.paths import (
     ABORTED_DIR,
     CHANGELOG_DIR,
     COMMITS_DIR,
     SNAPSHOT_DIR,
     check_store_name,
+    record_name,
 )
 from catalog.log.storage import Storage
 from stores.errors import InvalidOptionError, StoreNotFoundError

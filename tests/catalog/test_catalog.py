@@ -13,7 +13,9 @@ import pytest
 from catalog import Catalog
 from catalog.caches.partitions import PartitionCache
 from catalog.log import changelog
-from catalog.log.commits import CommitLog, record_name
+from catalog.log.backends import storage_for
+from catalog.log.commits import CommitLog
+from catalog.log.paths import record_name
 from catalog.log.storage import Storage
 from stores.errors import (
     CommitConflictError,
@@ -209,8 +211,8 @@ def test_a_store_written_by_the_previous_release_reads_and_takes_appends(
     release's layout): a store holding them reads, takes new writes, compacts and vacuums."""
     import zlib
 
-    from catalog.log import commits as commit_log
-    from catalog.log.commits import ChangelogFile
+    from catalog.log import records
+    from catalog.log.records import ChangelogFile
 
     def legacy(storage: Storage, store_dir: str, pieces: list, name: str) -> list:  # type: ignore[type-arg]
         refs = []
@@ -228,7 +230,7 @@ def test_a_store_written_by_the_previous_release_reads_and_takes_appends(
     with monkeypatch.context() as old:
         old.setattr(changelog, "write_changelog", legacy)
         old.setattr("catalog.staging.write_changelog", legacy)
-        old.setattr(commit_log, "FORMAT", 2)
+        old.setattr(records, "FORMAT", 2)
         table.commit(table.stage(pa.array(["a", "b", "c", "d"]), pa.array([1, 2, 3, 4]), None))
         table.commit(table.stage(pa.array(["b", "e"]), pa.array([20, 5]), None))
     record = json.loads(Path(warehouse, "kv", "commits", record_name(3)).read_text())
@@ -275,7 +277,7 @@ def test_concurrent_committers_each_get_their_own_commit(catalog: Catalog) -> No
 
 
 def test_write_if_absent_is_atomic_on_local_files(tmp_path: Path) -> None:
-    storage = Storage(str(tmp_path))
+    storage = storage_for(str(tmp_path))
     assert storage.atomic_put_if_absent
     assert storage.write_if_absent(b"first", "x", "f.json")
     assert not storage.write_if_absent(b"second", "x", "f.json")

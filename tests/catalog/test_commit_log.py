@@ -13,8 +13,9 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog, StoreTable, faults
-from catalog.log.commits import CommitLog, Txn, record_name, seal
-from catalog.log.paths import COMMITS_DIR
+from catalog.log.commits import CommitLog
+from catalog.log.paths import COMMITS_DIR, record_name
+from catalog.log.records import Txn, seal
 from stores.errors import (
     CorruptDataError,
     InvalidOptionError,
@@ -412,3 +413,34 @@ def test_the_command_line_queries_keys_and_drops_with_confirmation(
     assert run("drop", "clicks") == (1, None)  # asks for --yes
     assert run("drop", "clicks", "--yes")[0] == 0
     assert catalog.list() == ["rates"]
+
+
+# -- the log stands alone ----------------------------------------------------------------------
+
+
+def test_the_log_imports_nothing_of_the_table_the_caches_or_the_operations() -> None:
+    """``catalog/log/*`` imports ``stores.*``, ``catalog.faults`` and ``catalog.log.*`` only
+    (every import counts: lazy and ``TYPE_CHECKING`` ones too)."""
+    import ast
+
+    import catalog.log
+
+    allowed = ("stores", "catalog.faults", "catalog.log")
+    found = []
+    for path in sorted(Path(catalog.log.__path__[0]).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue  # relative: inside the log
+            if isinstance(node, ast.ImportFrom):
+                targets = [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                top = target.split(".")[0]
+                if top in ("catalog", "datasource") and not any(
+                    target == a or target.startswith(a + ".") for a in allowed
+                ):
+                    found.append(f"{path.name}:{node.lineno} imports {target}")
+    assert found == []

@@ -20,8 +20,7 @@ from catalog.cli import main as cli
 from catalog.kinds import STORE_MUST_ANSWER
 from catalog.log import changelog
 from catalog.log import commits as commit_log
-from catalog.log.commits import record_name
-from catalog.log.paths import COMMITS_DIR
+from catalog.log.paths import COMMITS_DIR, record_name
 from catalog.log.snapshots import dump, load_snapshot
 from catalog.operations.compaction import compact, tail_files
 from stores.bytes.rocksdb import RocksDBBytesStore

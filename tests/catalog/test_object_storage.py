@@ -5,6 +5,7 @@ a local disk."""
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 import threading
@@ -18,8 +19,8 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from catalog import Catalog
 from catalog.log import commits as commit_log
-from catalog.log.commits import record_name
-from catalog.log.paths import COMMITS_DIR
+from catalog.log.backends import storage_for
+from catalog.log.paths import COMMITS_DIR, record_name
 from catalog.log.storage import Storage
 from stores.errors import InvalidOptionError
 
@@ -59,7 +60,7 @@ def test_a_store_on_s3_behaves_as_on_a_local_disk(s3_warehouse: str, tmp_path: P
 
 
 def test_a_conditional_create_has_exactly_one_winner(s3_warehouse: str) -> None:
-    storage = Storage(s3_warehouse)
+    storage = storage_for(s3_warehouse)
     storage.require_atomic_commit()
     results: dict[int, bool] = {}
     barrier = threading.Barrier(4)
@@ -217,3 +218,44 @@ def test_vacuum_on_s3_removes_unlisted_leftovers(s3_warehouse: str, tmp_path: Pa
     assert not catalog.storage.exists("kv", dead[0].path)
     assert catalog.storage.exists("kv", COMMITS_DIR, record_name(2))
     assert _rows(_fresh(s3_warehouse, tmp_path / "reader"), "kv") == {"a": 1}
+
+
+# -- the backend of a root ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("root", "backend", "cls", "atomic"),
+    [
+        ("warehouse", "local", "LocalStorage", True),
+        ("file:///tmp/warehouse", "local", "LocalStorage", True),
+        ("s3://bucket/warehouse", "s3", "S3Storage", True),
+        ("s3a://bucket/warehouse", "s3", "S3Storage", True),
+        ("memory://warehouse", "memory", "MemoryStorage", True),
+        ("nonatomic://warehouse", "nonatomic", "SingleWriterStorage", False),
+    ],
+)
+def test_the_scheme_of_a_root_picks_its_backend(
+    root: str, backend: str, cls: str, atomic: bool
+) -> None:
+    fsspec.register_implementation("nonatomic", _NonAtomicFileSystem, clobber=True)
+    storage = storage_for(root)
+    assert isinstance(storage, Storage)
+    assert type(storage).__name__ == cls
+    assert storage.backend == backend
+    assert storage.atomic_put_if_absent is atomic
+
+
+def test_a_storage_pickles_to_its_backend_and_root_only(tmp_path: Path) -> None:
+    """Spark sends the storage to its executors: each opens its own filesystem."""
+    storage = storage_for(str(tmp_path), single_writer=True)
+    storage.write_bytes(b"x", "f")  # opens the filesystem
+    copy = pickle.loads(pickle.dumps(storage))
+    assert type(copy) is type(storage)
+    assert (copy.root, copy.single_writer) == (storage.root, True)
+    assert copy._fs is None
+    assert copy.read_bytes("f") == b"x"
+
+
+def test_an_unknown_protocol_is_refused() -> None:
+    with pytest.raises(InvalidOptionError, match="protocol 'nosuchfs'"):
+        storage_for("nosuchfs://warehouse")

@@ -69,7 +69,7 @@ def main(task: dict[str, Any]) -> dict[str, Any]:
         return {"committed": record.id if record else None}
     if op == "abort":
         from catalog.catalog import StoreTable
-        from catalog.log.commits import ChangelogFile
+        from catalog.log.records import ChangelogFile
 
         # As the Spark writer's abort: a table over the planned spec, whether or not the store
         # exists (a first write's abort runs when it may not); only its name matters.

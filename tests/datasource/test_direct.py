@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from catalog import Catalog
-from catalog.log.commits import Txn
+from catalog.log.records import Txn
 from datasource.options import StoreOptions
 from datasource.reader import StateStoreReader
 from datasource.writer import StagedFiles, StateStoreWriter

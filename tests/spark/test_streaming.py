@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from catalog import Catalog
-from catalog.log.commits import Txn
+from catalog.log.records import Txn
 
 pytestmark = pytest.mark.spark
 
