@@ -37,7 +37,8 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from stores.bytes.rocksdb import RawOp, RocksDBBytesStore
+from stores.bytes.protocol import BytesStore, RawOp
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
 
 OFFSETS_CF = "offsets"
@@ -48,7 +49,7 @@ DEFAULT_MAX_UNCOMMITTED_BYTES = 64 << 20
 S = TypeVar("S")
 
 
-def committed_offset_of(db: RocksDBBytesStore) -> int | None:
+def committed_offset_of(db: BytesStore) -> int | None:
     """The offset a transactional store committed last, read from any handle of its database
     (a read-only one too); None if it never committed."""
     raw = db.get(_OFFSET_KEY, OFFSETS_CF)
@@ -256,7 +257,7 @@ class TransactionalStore(Generic[S]):
         self,
         path: str | os.PathLike[str],
         column_families: Sequence[str],
-        open_store: Callable[[RocksDBBytesStore], S],
+        open_store: Callable[[BytesStore], S],
         *,
         changelog: Changelog | None = None,
         max_uncommitted_bytes: int = DEFAULT_MAX_UNCOMMITTED_BYTES,
@@ -267,7 +268,7 @@ class TransactionalStore(Generic[S]):
             raise InvalidOptionError(
                 f"max_uncommitted_bytes is {max_uncommitted_bytes}; accepted: at least 1"
             )
-        self.db = RocksDBBytesStore(
+        self.db: BytesStore = RocksDBBytesStore(
             path, (*column_families, OFFSETS_CF), autocommit=False, sealed=sealed
         )
         self.changelog = changelog

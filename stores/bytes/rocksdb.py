@@ -40,6 +40,7 @@ from rocksdict import (
     WriteBatch,
 )
 
+from stores.bytes.protocol import DEFAULT_CF, RawOp
 from stores.columns.arguments import chunked
 from stores.errors import (
     CorruptDataError,
@@ -50,13 +51,6 @@ from stores.errors import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-DEFAULT_CF = "default"
-
-#: One staged write as the change-logging layer records it: ``("put", cf, key, value)``,
-#: ``("delete", cf, key, None)`` or ``("delete_range", cf, start, end)``.
-RawOp = tuple[str, str, bytes, bytes | None]
-
 
 SEAL = "STATE_STORE_SEAL"
 
@@ -167,7 +161,8 @@ class _Pending:
 
 
 class RocksDBBytesStore:
-    """A RocksDB database of bytes with named column families and atomic write batches.
+    """A RocksDB database of bytes with named column families and atomic write batches: the
+    :class:`stores.bytes.protocol.BytesStore` the store kinds run on.
 
     Args:
         path: directory of the database; created if missing (unless ``read_only``).
@@ -226,6 +221,7 @@ class RocksDBBytesStore:
             if name not in self._missing_cfs
         }
         self._batch = WriteBatch(raw_mode=True)
+        self._generation = 0
         self._pending: dict[str, _Pending] = {}
         self._closed = False
         self._uncommitted_bytes = 0
@@ -463,6 +459,12 @@ class RocksDBBytesStore:
         """Key and value bytes staged since the last commit (KIP-892's measure of a transaction)."""
         return self._uncommitted_bytes
 
+    @property
+    def generation(self) -> int:
+        """A counter that changes whenever the uncommitted batch is replaced: on every commit,
+        rollback and close (see :mod:`stores.bytes.protocol`)."""
+        return self._generation
+
     def commit(self) -> None:
         """Apply every staged write atomically."""
         if not self._pending:
@@ -540,6 +542,7 @@ class RocksDBBytesStore:
 
     def _discard(self) -> None:
         self._batch = WriteBatch(raw_mode=True)
+        self._generation += 1
         self._pending = {}
         self._uncommitted_bytes = 0
 
@@ -600,9 +603,7 @@ def _merge(
 
 
 __all__ = [
-    "DEFAULT_CF",
     "SEAL",
-    "RawOp",
     "RocksDBBytesStore",
     "RocksDBDamageError",
     "is_rocksdb_failure",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.protocol import DEFAULT_CF, BytesStore
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError
 
 
@@ -27,11 +28,11 @@ class KeyValueStore:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._db = RocksDBBytesStore(path, self.column_families())
+        self._db: BytesStore = RocksDBBytesStore(path, self.column_families())
         self._owns_db = True
 
     @classmethod
-    def over(cls, db: RocksDBBytesStore) -> KeyValueStore:
+    def over(cls, db: BytesStore) -> KeyValueStore:
         """Wrap an open bytes store whose commits its owner controls."""
         store = cls.__new__(cls)
         store._db = db
@@ -44,7 +45,7 @@ class KeyValueStore:
         return (DEFAULT_CF,)
 
     @property
-    def wrapped(self) -> RocksDBBytesStore:
+    def wrapped(self) -> BytesStore:
         """The bytes layer underneath."""
         return self._db
 

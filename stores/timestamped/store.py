@@ -39,7 +39,8 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.protocol import DEFAULT_CF, BytesStore
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.checks import checked_bytes as _checked_key
 from stores.checks import checked_long, checked_optional_bytes
 from stores.columns.arguments import check_same_length, chunked
@@ -91,7 +92,7 @@ class _DualFormatStore(Generic[R]):
     _KIND: str
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._db = RocksDBBytesStore(path, self.column_families())
+        self._db: BytesStore = RocksDBBytesStore(path, self.column_families())
         self._owns_db = True
         try:
             self._init_state()
@@ -100,7 +101,7 @@ class _DualFormatStore(Generic[R]):
             raise
 
     @classmethod
-    def over(cls: type[S], db: RocksDBBytesStore) -> S:
+    def over(cls: type[S], db: BytesStore) -> S:
         """Wrap an open bytes store (opened with :meth:`column_families`) whose owner commits.
 
         Every write ends in ``db.maybe_commit()``, which commits only if ``db`` autocommits.
@@ -143,7 +144,7 @@ class _DualFormatStore(Generic[R]):
     # -- properties ---------------------------------------------------------------------------
 
     @property
-    def wrapped(self) -> RocksDBBytesStore:
+    def wrapped(self) -> BytesStore:
         """The bytes layer underneath."""
         return self._db
 

@@ -28,7 +28,7 @@ from stores.versioned.format import (
 )
 
 if TYPE_CHECKING:
-    from stores.bytes.rocksdb import RocksDBBytesStore
+    from stores.bytes.protocol import BytesStore
     from stores.versioned.store import VersionedRecord
 
 _MAX_LONG = 2**63 - 1
@@ -40,7 +40,7 @@ _pack_long = struct.Struct(">q").pack
 class _VersionedLookups:
     """``get_many`` and ``as_of_columns`` over the store's rows (see the module doc)."""
 
-    _db: RocksDBBytesStore
+    _db: BytesStore
     _segments: list[int]
     _interval: int
     _retention: int

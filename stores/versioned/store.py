@@ -33,7 +33,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.protocol import DEFAULT_CF, BytesStore
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.checks import checked_bytes as _checked_key
 from stores.checks import checked_long, checked_optional_bytes
 from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
@@ -111,7 +112,7 @@ class _Rows:
 
     __slots__ = ("cache", "db")
 
-    def __init__(self, db: RocksDBBytesStore) -> None:
+    def __init__(self, db: BytesStore) -> None:
         self.db = db
         self.cache: dict[int, dict[bytes, bytes | None]] = {}
 
@@ -162,14 +163,14 @@ class VersionedKeyValueStore(_VersionedLookups):
         segment_interval_ms: int | None = None,
     ) -> None:
         self._configure(history_retention_ms, segment_interval_ms)
-        self._db = RocksDBBytesStore(path, self.column_families())
+        self._db: BytesStore = RocksDBBytesStore(path, self.column_families())
         self._owns_db = True
         self._init_state()
 
     @classmethod
     def over(
         cls,
-        bytes_store: RocksDBBytesStore,
+        bytes_store: BytesStore,
         history_retention_ms: int,
         segment_interval_ms: int | None = None,
     ) -> VersionedKeyValueStore:
@@ -205,7 +206,7 @@ class VersionedKeyValueStore(_VersionedLookups):
         # The observed stream time as last read or written, and the bytes layer's state it is
         # valid for (see _time_known).
         self._time = NO_TIMESTAMP
-        self._time_batch: object = None
+        self._time_generation = -1
         self._time_bytes = -1
         self._live_for: int | None = None  # stream time whose first live segment is cached
         self._live_from = 0
@@ -234,7 +235,7 @@ class VersionedKeyValueStore(_VersionedLookups):
     # -- properties ---------------------------------------------------------------------------
 
     @property
-    def wrapped(self) -> RocksDBBytesStore:
+    def wrapped(self) -> BytesStore:
         """The bytes layer underneath."""
         return self._db
 
@@ -401,7 +402,7 @@ class VersionedKeyValueStore(_VersionedLookups):
         if type(as_of) is not int or not 0 <= as_of <= _MAX_LONG:
             as_of = _checked_timestamp(as_of, "as_of")
         # The stream time in memory (see _time_known), checked inline.
-        if self._time_batch is db._batch and self._time_bytes == db.uncommitted_bytes:
+        if self._time_generation == db.generation and self._time_bytes == db.uncommitted_bytes:
             stream_time = self._time
         else:
             stream_time = self._stream_time()
@@ -816,10 +817,10 @@ class VersionedKeyValueStore(_VersionedLookups):
     def _time_known(self) -> bool:
         """Whether the stream time in memory is the one the bytes layer holds.
 
-        It is remembered with the bytes layer's write batch and ``uncommitted_bytes``.
-        ``RocksDBBytesStore`` replaces its batch on every commit, rollback and close, and every
-        write staged in a batch adds to ``uncommitted_bytes``; this store re-remembers both after
-        each of its writes. So an unchanged pair means that nothing else has touched the bytes:
+        It is remembered with the bytes layer's ``generation`` and ``uncommitted_bytes``. The
+        generation changes on every commit, rollback and close, and every write staged in a
+        batch adds to ``uncommitted_bytes``; this store re-remembers both after each of its
+        writes. So an unchanged pair means that nothing else has touched the bytes:
         not a rollback (of an error, or the owner's: ``TransactionalStore.rollback``,
         ``recover``), not a raw write of the metadata family (a catch-up clearing it, a
         changelog replay), not a commit of someone else's writes. An SST ingest bypasses the
@@ -827,12 +828,12 @@ class VersionedKeyValueStore(_VersionedLookups):
         store afterwards, which starts with nothing remembered.
         """
         db = self._db
-        return self._time_batch is db._batch and self._time_bytes == db.uncommitted_bytes
+        return self._time_generation == db.generation and self._time_bytes == db.uncommitted_bytes
 
     def _remember_time(self, stream_time: int) -> None:
         db = self._db
         self._time = stream_time
-        self._time_batch = db._batch
+        self._time_generation = db.generation
         self._time_bytes = db.uncommitted_bytes
 
     def _stream_time(self) -> int:

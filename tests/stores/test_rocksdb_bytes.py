@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stores.bytes.protocol import BytesStore
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import StoreClosedError, StoreNotFoundError
 
@@ -117,3 +118,21 @@ def test_merged_view_matches_a_dict_model(tmp_path_factory, ops, bounds, reverse
     for k in model:
         assert db.get(k) == model[k]
     db.close()
+
+
+def test_the_generation_changes_when_the_batch_is_replaced(tmp_path: Path) -> None:
+    db: BytesStore = RocksDBBytesStore(tmp_path / "db", autocommit=False)
+    start = db.generation
+    db.put(b"k", b"v")
+    assert db.generation == start  # a staged write adds to uncommitted_bytes instead
+    db.commit()
+    committed = db.generation
+    assert committed != start
+    db.commit()  # nothing staged: the batch stays
+    assert db.generation == committed
+    db.put(b"k", b"w")
+    db.rollback()
+    assert db.generation not in (start, committed)
+    rolled_back = db.generation
+    db.close()
+    assert db.generation not in (start, committed, rolled_back)

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.protocol import DEFAULT_CF
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.versioned.format import (
     LATEST_PREFIX,
