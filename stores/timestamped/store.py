@@ -37,7 +37,7 @@ import os
 import struct
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from stores.bytes.protocol import DEFAULT_CF, BytesStore
 from stores.bytes.rocksdb import RocksDBBytesStore
@@ -91,13 +91,25 @@ class _DualFormatStore(Generic[R]):
     _NEW_CF: str
     _KIND: str
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._db: BytesStore = RocksDBBytesStore(path, self.column_families())
-        self._owns_db = True
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, db: BytesStore | None = None
+    ) -> None:
+        if (path is None) == (db is None):
+            raise TypeError(f"{type(self).__name__}() takes a path or db=, not both or neither")
+        # A store opened from a path owns its database; one over an open db leaves it (and its
+        # commits) to the db's owner.
+        self._owns_db = db is None
+        if db is None:
+            db = RocksDBBytesStore(cast("str | os.PathLike[str]", path), self.column_families())
+        self._db: BytesStore = db
+        self._closed = False
+        # Kafka closes a store's open iterators when the store closes; so do we.
+        self._iterators: weakref.WeakSet[KeyValueIterator] = weakref.WeakSet()
         try:
-            self._init_state()
+            self._legacy: _Legacy | None = self._detect_legacy()
         except BaseException:
-            self._db.close()
+            if self._owns_db:
+                db.close()
             raise
 
     @classmethod
@@ -110,22 +122,12 @@ class _DualFormatStore(Generic[R]):
         Raises:
             CorruptDataError: the column families hold an inconsistent mix of formats.
         """
-        store = cls.__new__(cls)
-        store._db = db
-        store._owns_db = False
-        store._init_state()
-        return store
+        return cls(db=db)
 
     @staticmethod
     def column_families() -> tuple[str, ...]:
         """Column families the store opens (overridden by each store)."""
         raise NotImplementedError
-
-    def _init_state(self) -> None:
-        self._closed = False
-        # Kafka closes a store's open iterators when the store closes; so do we.
-        self._iterators: weakref.WeakSet[KeyValueIterator] = weakref.WeakSet()
-        self._legacy: _Legacy | None = self._detect_legacy()
 
     def _detect_legacy(self) -> _Legacy | None:
         raise NotImplementedError
@@ -406,10 +408,13 @@ class TimestampedKeyValueStore(_DualFormatStore[ValueAndTimestamp[bytes]]):
 
     Args:
         path: directory of the RocksDB database; created if missing, upgraded lazily if it holds
-            plain values (a ``KeyValueStore``'s).
+            plain values (a ``KeyValueStore``'s). None with ``db``.
+        db: an open bytes store (opened with :meth:`column_families`) to wrap instead of a
+            path; its owner commits and closes it (see :meth:`over`).
 
     Raises:
         CorruptDataError: the database holds a headers-aware store (a downgrade).
+        TypeError: both or neither of ``path`` and ``db`` are given.
     """
 
     _NEW_CF = TIMESTAMPED_CF
@@ -494,10 +499,14 @@ class TimestampedKeyValueStoreWithHeaders(_DualFormatStore[ValueTimestampHeaders
 
     Args:
         path: directory of the RocksDB database; created if missing, upgraded lazily if it holds
-            timestamped values (a ``TimestampedKeyValueStore``'s) or plain ones.
+            timestamped values (a ``TimestampedKeyValueStore``'s) or plain ones. None with
+            ``db``.
+        db: an open bytes store (opened with :meth:`column_families`) to wrap instead of a
+            path; its owner commits and closes it (see :meth:`over`).
 
     Raises:
         CorruptDataError: the database holds both plain and timestamped entries.
+        TypeError: both or neither of ``path`` and ``db`` are given.
     """
 
     _NEW_CF = TIMESTAMPED_WITH_HEADERS_CF

@@ -29,7 +29,7 @@ import struct
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -148,24 +148,67 @@ class VersionedKeyValueStore(_VersionedLookups):
 
     Args:
         path: directory of the RocksDB database; created if missing, reopened with its data.
+            None with ``db``.
         history_retention_ms: how long old versions stay queryable; also the grace period.
         segment_interval_ms: width of a segment; defaults as Kafka's
             ``Stores.persistentVersionedKeyValueStore(name, historyRetention)``.
+        db: an open bytes store (opened with :meth:`column_families`) to wrap instead of a
+            path; its owner commits and closes it (see :meth:`over`).
 
     Raises:
         InvalidOptionError: the retention is negative or the segment interval below 1 ms.
+        TypeError: both or neither of ``path`` and ``db`` are given.
     """
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None,
         history_retention_ms: int,
         segment_interval_ms: int | None = None,
+        *,
+        db: BytesStore | None = None,
     ) -> None:
-        self._configure(history_retention_ms, segment_interval_ms)
-        self._db: BytesStore = RocksDBBytesStore(path, self.column_families())
-        self._owns_db = True
-        self._init_state()
+        self._retention = _non_negative(history_retention_ms, "history_retention_ms")
+        if segment_interval_ms is None:
+            self._interval = default_segment_interval_ms(self._retention)
+        else:
+            self._interval = _non_negative(segment_interval_ms, "segment_interval_ms")
+            if self._interval < 1:
+                raise InvalidOptionError(
+                    f"segment_interval_ms must be at least 1, got {segment_interval_ms}"
+                )
+        if (path is None) == (db is None):
+            raise TypeError(f"{type(self).__name__}() takes a path or db=, not both or neither")
+        # A store opened from a path owns its database; one over an open db leaves it (and its
+        # commits) to the db's owner.
+        self._owns_db = db is None
+        if db is None:
+            db = RocksDBBytesStore(cast("str | os.PathLike[str]", path), self.column_families())
+        self._db: BytesStore = db
+        self._closed = False
+        # The observed stream time as last read or written, and the bytes layer's state it is
+        # valid for (see _time_known).
+        self._time = NO_TIMESTAMP
+        self._time_generation = -1
+        self._time_bytes = -1
+        self._live_for: int | None = None  # stream time whose first live segment is cached
+        self._live_from = 0
+        # Ids of the segments that may hold rows: found by a skip scan, then grown by writes.
+        # Never shrunk: reads filter by liveness, so ids of expired (or rolled-back) segments
+        # only cost a lookup, while a missing id would hide data.
+        self._segments: list[int] = []
+        start = segment_prefix(0)
+        while True:
+            first = next(iter(db.range(start, _SEGMENTS_END)), None)
+            if first is None:
+                break
+            if len(first[0]) < TIMESTAMP_SIZE:
+                raise CorruptDataError(f"key {first[0]!r} has no segment prefix")
+            sid = decode_long(first[0][:TIMESTAMP_SIZE])
+            self._segments.append(sid)
+            if sid == _MAX_LONG:
+                break
+            start = segment_prefix(sid + 1)
 
     @classmethod
     def over(
@@ -183,49 +226,7 @@ class VersionedKeyValueStore(_VersionedLookups):
         Raises:
             InvalidOptionError: the retention is negative or the segment interval below 1 ms.
         """
-        store = cls.__new__(cls)
-        store._configure(history_retention_ms, segment_interval_ms)
-        store._db = bytes_store
-        store._owns_db = False
-        store._init_state()
-        return store
-
-    def _configure(self, history_retention_ms: int, segment_interval_ms: int | None) -> None:
-        self._retention = _non_negative(history_retention_ms, "history_retention_ms")
-        if segment_interval_ms is None:
-            self._interval = default_segment_interval_ms(self._retention)
-        else:
-            self._interval = _non_negative(segment_interval_ms, "segment_interval_ms")
-            if self._interval < 1:
-                raise InvalidOptionError(
-                    f"segment_interval_ms must be at least 1, got {segment_interval_ms}"
-                )
-
-    def _init_state(self) -> None:
-        self._closed = False
-        # The observed stream time as last read or written, and the bytes layer's state it is
-        # valid for (see _time_known).
-        self._time = NO_TIMESTAMP
-        self._time_generation = -1
-        self._time_bytes = -1
-        self._live_for: int | None = None  # stream time whose first live segment is cached
-        self._live_from = 0
-        # Ids of the segments that may hold rows: found by a skip scan, then grown by writes.
-        # Never shrunk: reads filter by liveness, so ids of expired (or rolled-back) segments
-        # only cost a lookup, while a missing id would hide data.
-        self._segments: list[int] = []
-        start = segment_prefix(0)
-        while True:
-            first = next(iter(self._db.range(start, _SEGMENTS_END)), None)
-            if first is None:
-                break
-            if len(first[0]) < TIMESTAMP_SIZE:
-                raise CorruptDataError(f"key {first[0]!r} has no segment prefix")
-            sid = decode_long(first[0][:TIMESTAMP_SIZE])
-            self._segments.append(sid)
-            if sid == _MAX_LONG:
-                break
-            start = segment_prefix(sid + 1)
+        return cls(None, history_retention_ms, segment_interval_ms, db=bytes_store)
 
     @staticmethod
     def column_families() -> tuple[str, ...]:
