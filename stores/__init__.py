@@ -46,7 +46,11 @@ if TYPE_CHECKING:
     )
     from stores.iterators import KeyValueIterator
     from stores.key_value.store import KeyValueStore
-    from stores.protocols import KeyValueStoreProtocol, VersionedKeyValueStoreProtocol
+    from stores.protocols import (
+        KeyValueStoreProtocol,
+        VersionedKeyValueStoreProtocol,
+        VersionedRecord,
+    )
     from stores.query import (
         FailureReason,
         KeyQuery,
@@ -81,7 +85,8 @@ if TYPE_CHECKING:
         TimestampedKeyValueStoreWithHeaders,
     )
     from stores.transactional import FileChangelog, MemoryChangelog, TransactionalStore
-    from stores.versioned.store import NOT_PUT, VersionedKeyValueStore, VersionedRecord
+    from stores.versioned.put import NOT_PUT
+    from stores.versioned.store import VersionedKeyValueStore
     from stores.window.store import (
         TimestampedWindowStore,
         TimestampedWindowStoreWithHeaders,
@@ -103,7 +108,7 @@ _MODULE_OF = {
     "KeyValueToTimestampedKeyValueByteStoreAdapter": "stores.adapters",
     "MemoryChangelog": "stores.transactional",
     "MultiVersionedKeyQuery": "stores.query",
-    "NOT_PUT": "stores.versioned.store",
+    "NOT_PUT": "stores.versioned.put",
     "PlainToHeadersStoreAdapter": "stores.adapters",
     "PlainToHeadersWindowStoreAdapter": "stores.adapters",
     "Position": "stores.query",
@@ -139,7 +144,7 @@ _MODULE_OF = {
     "VersionedKeyQuery": "stores.query",
     "VersionedKeyValueStore": "stores.versioned.store",
     "VersionedKeyValueStoreProtocol": "stores.protocols",
-    "VersionedRecord": "stores.versioned.store",
+    "VersionedRecord": "stores.protocols",
     "Window": "stores.records",
     "WindowKeyQuery": "stores.query",
     "WindowRangeQuery": "stores.query",
