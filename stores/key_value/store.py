@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import cast
 
+from stores.bytes.keys import prefix_end
 from stores.bytes.protocol import DEFAULT_CF, BytesStore
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError
@@ -154,11 +155,3 @@ class KeyValueStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def prefix_end(prefix: bytes) -> bytes | None:
-    """The smallest key greater than every key starting with ``prefix`` (None if unbounded)."""
-    trimmed = prefix.rstrip(b"\xff")
-    if not trimmed:
-        return None
-    return trimmed[:-1] + bytes([trimmed[-1] + 1])

@@ -16,13 +16,13 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar, cast
 
+from stores.bytes.keys import prefix_end
 from stores.bytes.protocol import BytesStore
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.checks import checked_bytes as _checked_key
 from stores.columns.arguments import chunked
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.iterators import KeyValueIterator
-from stores.key_value.store import prefix_end
 from stores.records import KeyValue
 
 log = logging.getLogger(__name__)
