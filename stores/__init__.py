@@ -1,18 +1,31 @@
 """Store engines: Kafka Streams' state stores over RocksDB, bytes in, bytes out.
 
-| store                                   | module                |
-|-----------------------------------------|-----------------------|
-| ``KeyValueStore``                         | ``stores.key_value.store``    |
-| ``TimestampedKeyValueStore[WithHeaders]`` | ``stores.timestamped.store``  |
-| ``VersionedKeyValueStore``                | ``stores.versioned.store``    |
-| ``[Timestamped]WindowStore[WithHeaders]`` | ``stores.window.store``       |
-| ``SessionStore[WithHeaders]``             | ``stores.session.store``      |
+| store                                     | module                       |
+|-------------------------------------------|------------------------------|
+| ``KeyValueStore``                         | ``stores.key_value.store``   |
+| ``TimestampedKeyValueStore[WithHeaders]`` | ``stores.timestamped.store`` |
+| ``VersionedKeyValueStore``                | ``stores.versioned.store``   |
+| ``[Timestamped]WindowStore[WithHeaders]`` | ``stores.window.store``      |
+| ``SessionStore[WithHeaders]``             | ``stores.session.store``     |
 
 Adapters that serve a store of an older format as a newer one (Kafka's
-``TimestampedToHeadersStoreAdapter`` ...) are in ``stores.adapters``. Interactive Queries v2 (query objects, results, positions) live in ``stores.query``; run one
-against a store with ``stores.query.query(store, query)``. Any store opens transactionally
-(KIP-892: uncommitted writes, ``commit(changelog_offset)``, ``recover``) through
+``TimestampedToHeadersStoreAdapter`` ...) are in ``stores.adapters``. Interactive Queries v2
+(query objects, results, positions) live in ``stores.query``; run one against a store with
+``stores.query.query(store, query)``. Any store opens transactionally (KIP-892: uncommitted
+writes, ``commit(changelog_offset)``, ``recover``) through
 ``stores.transactional.TransactionalStore``.
+
+Import direction: each layer imports only the layers after it, and no kind imports another.
+
+1. ``stores.query`` (IQv2) and ``stores.adapters``: over the kinds;
+2. the kinds, one folder each (``key_value``, ``timestamped``, ``versioned``, ``window``,
+   ``session``), and ``stores.transactional``, which opens any of them;
+3. ``stores.segments``: the segmented engine under window and session stores;
+4. ``stores.bytes``: the ``BytesStore`` protocol the kinds use, RocksDB behind it, SST files;
+5. ``stores.columns``, ``stores.formats``, ``stores.iterators``: columnar helpers, byte layouts
+   shared by kinds, store iterators;
+6. ``stores.protocols``, ``stores.records``, ``stores.serdes``, ``stores.types``,
+   ``stores.checks``, ``stores.time``, ``stores.errors``.
 
 Names load on first use (PEP 562): Spark imports ``stores.errors`` in every Python worker that
 plans or commits a query, and the engines behind this package (RocksDB, pyarrow) are not needed
