@@ -240,7 +240,8 @@ class TransactionalStore(Generic[S]):
     Args:
         path: the RocksDB directory.
         column_families: the store's families (``StoreClass.column_families()``).
-        open_store: builds the typed store over the bytes store (``StoreClass.over``).
+        open_store: builds the typed store over the RocksDB store this opens (``StoreClass.over``,
+            which takes any ``BytesStore``).
         changelog: where operations are logged; enables ``commit()`` without an offset,
             ``recover()`` and early commits. The store owns it: ``close`` closes it.
         max_uncommitted_bytes: the bound of a transaction (see module doc).
@@ -257,7 +258,7 @@ class TransactionalStore(Generic[S]):
         self,
         path: str | os.PathLike[str],
         column_families: Sequence[str],
-        open_store: Callable[[BytesStore], S],
+        open_store: Callable[[RocksDBBytesStore], S],
         *,
         changelog: Changelog | None = None,
         max_uncommitted_bytes: int = DEFAULT_MAX_UNCOMMITTED_BYTES,
@@ -268,7 +269,7 @@ class TransactionalStore(Generic[S]):
             raise InvalidOptionError(
                 f"max_uncommitted_bytes is {max_uncommitted_bytes}; accepted: at least 1"
             )
-        self.db: BytesStore = RocksDBBytesStore(
+        self.db = RocksDBBytesStore(
             path, (*column_families, OFFSETS_CF), autocommit=False, sealed=sealed
         )
         self.changelog = changelog
