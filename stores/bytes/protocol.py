@@ -6,9 +6,9 @@ implementation, RocksDB in an indexed write batch). The store kinds (``stores.ke
 ``stores.versioned``, ...) and the transactional layer talk to it only through this protocol.
 
 ``generation`` is how a store above knows that nothing else touched the bytes: it changes
-whenever the uncommitted batch is replaced (a commit, a rollback, a close), and every write
-staged in a batch adds to ``uncommitted_bytes``; so an unchanged ``(generation,
-uncommitted_bytes)`` pair means the bytes are as the store last saw them.
+whenever what the handle reads may have changed (a staged write, a commit, a rollback, an
+ingest, a close), so an unchanged generation means the bytes are as the store last saw them,
+and whatever it derived from them (the versioned store's stream time) still holds.
 """
 
 from __future__ import annotations
@@ -133,7 +133,8 @@ class BytesStore(Protocol):
 
     @property
     def generation(self) -> int:
-        """A counter that changes whenever the uncommitted batch is replaced (see module doc)."""
+        """A counter that changes whenever what this handle reads may have changed (see the
+        module doc)."""
         ...
 
     def commit(self) -> None:

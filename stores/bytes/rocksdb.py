@@ -374,6 +374,7 @@ class RocksDBBytesStore:
         self._writable(cf).writes[key] = value
         self._batch.put(key, value, self._handles[cf])
         self._uncommitted_bytes += len(key) + len(value)
+        self._generation += 1
         if self.recorder is not None:
             self.recorder.append(("put", cf, key, value))
 
@@ -397,12 +398,14 @@ class RocksDBBytesStore:
             if recorder is not None:
                 recorder.append(("delete", cf, key, None) if value is None else ("put", cf, key, value))
         self._uncommitted_bytes += size
+        self._generation += 1
 
     def delete(self, key: bytes, cf: str = DEFAULT_CF) -> None:
         """Stage the deletion of ``key``."""
         self._writable(cf).writes[key] = None
         self._batch.delete(key, self._handles[cf])
         self._uncommitted_bytes += len(key)
+        self._generation += 1
         if self.recorder is not None:
             self.recorder.append(("delete", cf, key, None))
 
@@ -416,6 +419,7 @@ class RocksDBBytesStore:
         pending.ranges.append((start, end))
         self._batch.delete_range(start, end, self._handles[cf])
         self._uncommitted_bytes += len(start) + len(end)
+        self._generation += 1
         if self.recorder is not None:
             self.recorder.append(("delete_range", cf, start, end))
 
@@ -439,8 +443,8 @@ class RocksDBBytesStore:
 
     @property
     def generation(self) -> int:
-        """A counter that changes whenever the uncommitted batch is replaced: on every commit,
-        rollback and close (see :mod:`stores.bytes.protocol`)."""
+        """A counter that changes whenever what this handle reads may have changed: on every
+        staged write, commit, rollback, ingest and close (see :mod:`stores.bytes.protocol`)."""
         return self._generation
 
     def commit(self) -> None:
@@ -477,6 +481,7 @@ class RocksDBBytesStore:
             options = IngestExternalFileOptions()
             options.set_move_files(True)
             target.ingest_external_file([path], options)
+            self._generation += 1
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)

@@ -9,14 +9,12 @@ and none of them reaches into another.
 Stream time. Kafka rebuilds the observed stream time by restoring its changelog; the store
 persists it in the column family ``versionedStoreMetadata``, in the same atomic batch as the data
 it describes. The client keeps a copy in memory for as long as the bytes store provably holds the
-same value: it remembers the bytes store's ``generation`` and ``uncommitted_bytes`` with it. The
-generation changes on every commit, rollback and close, and every write staged in a batch adds
-to ``uncommitted_bytes``; the client re-remembers both after each write of the store. So an
-unchanged pair means that nothing else has touched the bytes: not a rollback (of an error, or
-the owner's: ``TransactionalStore.rollback``, ``recover``), not a raw write of the metadata
-family (a catch-up clearing it, a changelog replay), not a commit of someone else's writes. An
-SST ingest bypasses the batch; the one ingest of this family (a cache restored from a snapshot)
-reopens its store afterwards, which starts with nothing remembered.
+same value: it remembers the bytes store's ``generation`` with it, which changes on every staged
+write, commit, rollback, ingest and close, and re-remembers it after each write of the store. So
+an unchanged generation means that nothing else has touched the bytes: not a rollback (of an
+error, or the owner's: ``TransactionalStore.rollback``, ``recover``), not a raw write of the
+metadata family (a catch-up clearing it, a changelog replay), not a commit of someone else's
+writes, not an SST ingest.
 """
 
 from __future__ import annotations
@@ -63,7 +61,6 @@ class VersionedStoreClient:
         # valid for (see the module doc).
         self._time = NO_TIMESTAMP
         self._time_generation = -1
-        self._time_bytes = -1
         self._live_for: int | None = None  # stream time whose first live segment is cached
         self._live_from = 0
         #: Ids of the segments that may hold rows, ascending: found by a skip scan, then grown
@@ -120,7 +117,7 @@ class VersionedStoreClient:
         """The observed stream time (-1 before the first put): from memory while the bytes
         store is provably unchanged (see the module doc), else read from it."""
         db = self.db
-        if self._time_generation != db.generation or self._time_bytes != db.uncommitted_bytes:
+        if self._time_generation != db.generation:
             raw = db.get(STREAM_TIME_KEY, METADATA_CF)
             self._remember(NO_TIMESTAMP if raw is None else decode_long(raw))
         return self._time
@@ -142,19 +139,15 @@ class VersionedStoreClient:
         db = self.db
         with db.operation():
             yield
-            known = self._time_generation == db.generation and (
-                self._time_bytes == db.uncommitted_bytes
-            )
+            known = self._time_generation == db.generation
         # A commit (if the bytes store autocommits) keeps what the operation wrote: a stream
         # time that was current before it still is. A rollback (an error) leaves it stale.
         if known:
             self._remember(self._time)
 
     def _remember(self, stream_time: int) -> None:
-        db = self.db
         self._time = stream_time
-        self._time_generation = db.generation
-        self._time_bytes = db.uncommitted_bytes
+        self._time_generation = self.db.generation
 
 
 __all__ = ["VersionedStoreClient"]
