@@ -1,18 +1,31 @@
 """Store engines: Kafka Streams' state stores over RocksDB, bytes in, bytes out.
 
-| store                                   | module                |
-|-----------------------------------------|-----------------------|
-| ``KeyValueStore``                         | ``stores.key_value.store``    |
-| ``TimestampedKeyValueStore[WithHeaders]`` | ``stores.timestamped.store``  |
-| ``VersionedKeyValueStore``                | ``stores.versioned.store``    |
-| ``[Timestamped]WindowStore[WithHeaders]`` | ``stores.window.store``       |
-| ``SessionStore[WithHeaders]``             | ``stores.session.store``      |
+| store                                     | module                       |
+|-------------------------------------------|------------------------------|
+| ``KeyValueStore``                         | ``stores.key_value.store``   |
+| ``TimestampedKeyValueStore[WithHeaders]`` | ``stores.timestamped.store`` |
+| ``VersionedKeyValueStore``                | ``stores.versioned.store``   |
+| ``[Timestamped]WindowStore[WithHeaders]`` | ``stores.window.store``      |
+| ``SessionStore[WithHeaders]``             | ``stores.session.store``     |
 
 Adapters that serve a store of an older format as a newer one (Kafka's
-``TimestampedToHeadersStoreAdapter`` ...) are in ``stores.adapters``. Interactive Queries v2 (query objects, results, positions) live in ``stores.query``; run one
-against a store with ``stores.query.query(store, query)``. Any store opens transactionally
-(KIP-892: uncommitted writes, ``commit(changelog_offset)``, ``recover``) through
+``TimestampedToHeadersStoreAdapter`` ...) are in ``stores.adapters``. Interactive Queries v2
+(query objects, results, positions) live in ``stores.query``; run one against a store with
+``stores.query.query(store, query)``. Any store opens transactionally (KIP-892: uncommitted
+writes, ``commit(changelog_offset)``, ``recover``) through
 ``stores.transactional.TransactionalStore``.
+
+Import direction: each layer imports only the layers after it, and no kind imports another.
+
+1. ``stores.query`` (IQv2) and ``stores.adapters``: over the kinds;
+2. the kinds, one folder each (``key_value``, ``timestamped``, ``versioned``, ``window``,
+   ``session``), and ``stores.transactional``, which opens any of them;
+3. ``stores.segments``: the segmented engine under window and session stores;
+4. ``stores.bytes``: the ``BytesStore`` protocol the kinds use, RocksDB behind it, SST files;
+5. ``stores.columns``, ``stores.formats``, ``stores.iterators``: columnar helpers, byte layouts
+   shared by kinds, store iterators;
+6. ``stores.protocols``, ``stores.records``, ``stores.serdes``, ``stores.types``,
+   ``stores.checks``, ``stores.time``, ``stores.errors``.
 
 Names load on first use (PEP 562): Spark imports ``stores.errors`` in every Python worker that
 plans or commits a query, and the engines behind this package (RocksDB, pyarrow) are not needed
@@ -46,7 +59,11 @@ if TYPE_CHECKING:
     )
     from stores.iterators import KeyValueIterator
     from stores.key_value.store import KeyValueStore
-    from stores.protocols import KeyValueStoreProtocol, VersionedKeyValueStoreProtocol
+    from stores.protocols import (
+        KeyValueStoreProtocol,
+        VersionedKeyValueStoreProtocol,
+        VersionedRecord,
+    )
     from stores.query import (
         FailureReason,
         KeyQuery,
@@ -81,7 +98,8 @@ if TYPE_CHECKING:
         TimestampedKeyValueStoreWithHeaders,
     )
     from stores.transactional import FileChangelog, MemoryChangelog, TransactionalStore
-    from stores.versioned.store import NOT_PUT, VersionedKeyValueStore, VersionedRecord
+    from stores.versioned.put import NOT_PUT
+    from stores.versioned.store import VersionedKeyValueStore
     from stores.window.store import (
         TimestampedWindowStore,
         TimestampedWindowStoreWithHeaders,
@@ -103,7 +121,7 @@ _MODULE_OF = {
     "KeyValueToTimestampedKeyValueByteStoreAdapter": "stores.adapters",
     "MemoryChangelog": "stores.transactional",
     "MultiVersionedKeyQuery": "stores.query",
-    "NOT_PUT": "stores.versioned.store",
+    "NOT_PUT": "stores.versioned.put",
     "PlainToHeadersStoreAdapter": "stores.adapters",
     "PlainToHeadersWindowStoreAdapter": "stores.adapters",
     "Position": "stores.query",
@@ -139,7 +157,7 @@ _MODULE_OF = {
     "VersionedKeyQuery": "stores.query",
     "VersionedKeyValueStore": "stores.versioned.store",
     "VersionedKeyValueStoreProtocol": "stores.protocols",
-    "VersionedRecord": "stores.versioned.store",
+    "VersionedRecord": "stores.protocols",
     "Window": "stores.records",
     "WindowKeyQuery": "stores.query",
     "WindowRangeQuery": "stores.query",

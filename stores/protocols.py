@@ -1,12 +1,24 @@
-"""Store capabilities as Protocols (Kafka's ``KeyValueStore``, ``VersionedKeyValueStore``)."""
+"""Store capabilities as Protocols (Kafka's ``KeyValueStore``, ``VersionedKeyValueStore``),
+and the record a versioned store answers with (Kafka's ``VersionedRecord``, which sits beside
+those interfaces in ``org.apache.kafka.streams.state``).
+
+Below every kind: the kinds implement these, none is imported here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from stores.versioned.store import VersionedRecord
+
+@dataclass(frozen=True)
+class VersionedRecord:
+    """One version of a key: its value, ``validFrom`` timestamp and ``validTo`` (None: latest)."""
+
+    value: bytes
+    timestamp: int
+    valid_to: int | None = None
 
 
 @runtime_checkable
@@ -40,3 +52,6 @@ class VersionedKeyValueStoreProtocol(Protocol):
         ascending: bool = False,
     ) -> list[VersionedRecord]: ...
     def close(self) -> None: ...
+
+
+__all__ = ["KeyValueStoreProtocol", "VersionedKeyValueStoreProtocol", "VersionedRecord"]

@@ -37,7 +37,8 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from stores.bytes.rocksdb import RawOp, RocksDBBytesStore
+from stores.bytes.protocol import BytesStore, RawOp
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
 
 OFFSETS_CF = "offsets"
@@ -48,7 +49,7 @@ DEFAULT_MAX_UNCOMMITTED_BYTES = 64 << 20
 S = TypeVar("S")
 
 
-def committed_offset_of(db: RocksDBBytesStore) -> int | None:
+def committed_offset_of(db: BytesStore) -> int | None:
     """The offset a transactional store committed last, read from any handle of its database
     (a read-only one too); None if it never committed."""
     raw = db.get(_OFFSET_KEY, OFFSETS_CF)
@@ -239,7 +240,8 @@ class TransactionalStore(Generic[S]):
     Args:
         path: the RocksDB directory.
         column_families: the store's families (``StoreClass.column_families()``).
-        open_store: builds the typed store over the bytes store (``StoreClass.over``).
+        open_store: builds the typed store over the RocksDB store this opens (``StoreClass.over``,
+            which takes any ``BytesStore``).
         changelog: where operations are logged; enables ``commit()`` without an offset,
             ``recover()`` and early commits. The store owns it: ``close`` closes it.
         max_uncommitted_bytes: the bound of a transaction (see module doc).

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.bytes.protocol import BytesStore
 from stores.errors import InvalidOptionError
 from stores.records import (
     UNKNOWN_TIMESTAMP,
@@ -152,9 +152,9 @@ class _Adapter:
         return self._store
 
     @property
-    def wrapped(self) -> RocksDBBytesStore:
+    def wrapped(self) -> BytesStore:
         """The bytes layer under the adapted store."""
-        db: RocksDBBytesStore = self._store.wrapped
+        db: BytesStore = self._store.wrapped
         return db
 
     def _encode(self, value: Any) -> Any:

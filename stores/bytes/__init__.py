@@ -1,2 +1,3 @@
-"""The bytes layer: a RocksDB database of bytes in, bytes out (``rocksdb``), and SST files
-laid out from Arrow columns (``sst``)."""
+"""The bytes layer: what the store kinds need of a database (the ``BytesStore`` protocol,
+``protocol``), its RocksDB implementation (``rocksdb``, the one module that imports rocksdict),
+and SST files laid out from Arrow columns (``sst``)."""

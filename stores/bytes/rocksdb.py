@@ -4,22 +4,23 @@ Everything above this module is bytes in, bytes out. rocksdict runs in raw mode 
 mode pickles values, which is slow and unsafe on data written by anyone else.
 
 Writes are buffered in an *indexed write batch*, the mechanism Kafka Streams adopted for
-transactional stores (KIP-892): a RocksDB ``WriteBatch`` that is applied atomically on
-``commit()``, plus an in-memory index of the same writes so that reads through this object see
-its own uncommitted writes. With ``autocommit=True`` (the default) every public write method of a
-store built on top ends in ``commit()``, so a standalone store behaves like a plain RocksDB store
-whose compound operations are each atomic; with ``autocommit=False`` the owner decides when a
-group of writes becomes durable (the catalog commits one changelog file and its bookkeeping in a
-single batch).
+transactional stores (KIP-892): a RocksDB ``WriteBatch`` that is applied atomically on ``commit()``,
+plus an in-memory index of the same writes (``stores.bytes.pending``) so that reads through this
+object see its own uncommitted writes. With ``autocommit=True`` (the default) every public write
+method of a store built on top ends in ``commit()``, so a standalone store behaves like a plain
+RocksDB store whose compound operations are each atomic; with ``autocommit=False`` the owner decides
+when a group of writes becomes durable (the catalog commits one changelog file and its bookkeeping
+in a single batch).
 
-Damage. RocksDB checks block checksums on reads and table files on open; rocksdict reports what
-it finds as a plain ``Exception`` (see ``is_rocksdb_failure``). For a ``sealed`` database, two kinds of
+Damage. RocksDB checks block checksums on reads and table files on open; rocksdict reports what it
+finds as a plain ``Exception`` (see ``is_rocksdb_failure``). For a ``sealed`` database, two kinds of
 damage RocksDB cannot tell from a crash are checked here: a directory of RocksDB files without
-``CURRENT`` (RocksDB would refuse, or start a new, empty database over it), and a ``MANIFEST`` that is not the one of the last clean close: RocksDB reads a truncated ``MANIFEST``
-as the torn tail of a crash and silently opens the older state it describes, which can pair a
-newer committed offset with older data. A read-write handle of a sealed database removes the seal
-(``STATE_STORE_SEAL``: the name and size of the ``MANIFEST``) when it opens and writes it again
-when it closes; a crash in between leaves it unsealed, and RocksDB's own recovery applies.
+``CURRENT`` (RocksDB would refuse, or start a new, empty database over it), and a ``MANIFEST`` that
+is not the one of the last clean close: RocksDB reads a truncated ``MANIFEST`` as the torn tail of a
+crash and silently opens the older state it describes, which can pair a newer committed offset with
+older data. A read-write handle of a sealed database removes the seal (``STATE_STORE_SEAL``: the
+name and size of the ``MANIFEST``) when it opens and writes it again when it closes; a crash in
+between leaves it unsealed, and RocksDB's own recovery applies.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from rocksdict import (
     WriteBatch,
 )
 
+from stores.bytes.pending import PendingWrites, merge_pending
+from stores.bytes.protocol import DEFAULT_CF, RawOp
 from stores.columns.arguments import chunked
 from stores.errors import (
     CorruptDataError,
@@ -50,13 +53,6 @@ from stores.errors import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-DEFAULT_CF = "default"
-
-#: One staged write as the change-logging layer records it: ``("put", cf, key, value)``,
-#: ``("delete", cf, key, None)`` or ``("delete_range", cf, start, end)``.
-RawOp = tuple[str, str, bytes, bytes | None]
-
 
 SEAL = "STATE_STORE_SEAL"
 
@@ -142,32 +138,9 @@ def _options() -> Options:
     return options
 
 
-class _Pending:
-    """The uncommitted writes of one column family: point writes plus deleted ranges."""
-
-    __slots__ = ("writes", "ranges")
-
-    def __init__(self) -> None:
-        self.writes: dict[bytes, bytes | None] = {}
-        self.ranges: list[tuple[bytes, bytes]] = []
-
-    def lookup(self, key: bytes) -> tuple[bool, bytes | None]:
-        """Return (known, value): known is False where the committed data decides."""
-        if key in self.writes:
-            return True, self.writes[key]
-        for start, end in self.ranges:
-            if start <= key < end:
-                return True, None
-        return False, None
-
-    def masks(self, key: bytes) -> bool:
-        if key in self.writes:
-            return True
-        return any(start <= key < end for start, end in self.ranges)
-
-
 class RocksDBBytesStore:
-    """A RocksDB database of bytes with named column families and atomic write batches.
+    """A RocksDB database of bytes with named column families and atomic write batches: the
+    :class:`stores.bytes.protocol.BytesStore` the store kinds run on.
 
     Args:
         path: directory of the database; created if missing (unless ``read_only``).
@@ -226,7 +199,8 @@ class RocksDBBytesStore:
             if name not in self._missing_cfs
         }
         self._batch = WriteBatch(raw_mode=True)
-        self._pending: dict[str, _Pending] = {}
+        self._generation = 0
+        self._pending: dict[str, PendingWrites] = {}
         self._closed = False
         self._uncommitted_bytes = 0
         #: When set, every staged write is also appended here (see ``stores.transactional``).
@@ -300,7 +274,7 @@ class RocksDBBytesStore:
         if reverse:
             mine.reverse()
         committed = ((k, v) for k, v in committed if not pending.masks(k))
-        yield from _merge(committed, mine, reverse)
+        yield from merge_pending(committed, mine, reverse)
 
     @staticmethod
     def _committed_range(
@@ -386,13 +360,13 @@ class RocksDBBytesStore:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def _writable(self, cf: str) -> _Pending:
+    def _writable(self, cf: str) -> PendingWrites:
         if self.read_only:
             raise StoreClosedError(f"the RocksDB store at {self.path} is open read-only")
         self._cf(cf)
         pending = self._pending.get(cf)
         if pending is None:
-            pending = self._pending[cf] = _Pending()
+            pending = self._pending[cf] = PendingWrites()
         return pending
 
     def put(self, key: bytes, value: bytes, cf: str = DEFAULT_CF) -> None:
@@ -400,6 +374,7 @@ class RocksDBBytesStore:
         self._writable(cf).writes[key] = value
         self._batch.put(key, value, self._handles[cf])
         self._uncommitted_bytes += len(key) + len(value)
+        self._generation += 1
         if self.recorder is not None:
             self.recorder.append(("put", cf, key, value))
 
@@ -423,12 +398,14 @@ class RocksDBBytesStore:
             if recorder is not None:
                 recorder.append(("delete", cf, key, None) if value is None else ("put", cf, key, value))
         self._uncommitted_bytes += size
+        self._generation += 1
 
     def delete(self, key: bytes, cf: str = DEFAULT_CF) -> None:
         """Stage the deletion of ``key``."""
         self._writable(cf).writes[key] = None
         self._batch.delete(key, self._handles[cf])
         self._uncommitted_bytes += len(key)
+        self._generation += 1
         if self.recorder is not None:
             self.recorder.append(("delete", cf, key, None))
 
@@ -442,6 +419,7 @@ class RocksDBBytesStore:
         pending.ranges.append((start, end))
         self._batch.delete_range(start, end, self._handles[cf])
         self._uncommitted_bytes += len(start) + len(end)
+        self._generation += 1
         if self.recorder is not None:
             self.recorder.append(("delete_range", cf, start, end))
 
@@ -462,6 +440,12 @@ class RocksDBBytesStore:
     def uncommitted_bytes(self) -> int:
         """Key and value bytes staged since the last commit (KIP-892's measure of a transaction)."""
         return self._uncommitted_bytes
+
+    @property
+    def generation(self) -> int:
+        """A counter that changes whenever what this handle reads may have changed: on every
+        staged write, commit, rollback, ingest and close (see :mod:`stores.bytes.protocol`)."""
+        return self._generation
 
     def commit(self) -> None:
         """Apply every staged write atomically."""
@@ -497,6 +481,7 @@ class RocksDBBytesStore:
             options = IngestExternalFileOptions()
             options.set_move_files(True)
             target.ingest_external_file([path], options)
+            self._generation += 1
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
@@ -540,6 +525,7 @@ class RocksDBBytesStore:
 
     def _discard(self) -> None:
         self._batch = WriteBatch(raw_mode=True)
+        self._generation += 1
         self._pending = {}
         self._uncommitted_bytes = 0
 
@@ -574,35 +560,8 @@ class RocksDBBytesStore:
         self.close()
 
 
-def _merge(
-    committed: Iterable[tuple[bytes, bytes]],
-    mine: list[tuple[bytes, bytes | None]],
-    reverse: bool,
-) -> Iterator[tuple[bytes, bytes]]:
-    """Merge two sorted streams; ``mine`` wins on equal keys and drops its deletions."""
-    keys = [k for k, _ in mine]
-    i = 0
-    n = len(mine)
-
-    def before(a: bytes, b: bytes) -> bool:
-        return a > b if reverse else a < b
-
-    for key, value in committed:
-        while i < n and before(keys[i], key):
-            if mine[i][1] is not None:
-                yield keys[i], mine[i][1]  # type: ignore[misc]
-            i += 1
-        yield key, value
-    while i < n:
-        if mine[i][1] is not None:
-            yield keys[i], mine[i][1]  # type: ignore[misc]
-        i += 1
-
-
 __all__ = [
-    "DEFAULT_CF",
     "SEAL",
-    "RawOp",
     "RocksDBBytesStore",
     "RocksDBDamageError",
     "is_rocksdb_failure",

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from typing import cast
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.keys import prefix_end
+from stores.bytes.protocol import DEFAULT_CF, BytesStore
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError
 
 
@@ -23,20 +26,30 @@ class KeyValueStore:
     """A byte key-value store with Kafka's ``KeyValueStore`` operations.
 
     Args:
-        path: directory of the RocksDB database; created if missing.
+        path: directory of the RocksDB database; created if missing. None with ``db``.
+        db: an open bytes store to wrap instead of a path; its owner commits and closes it
+            (see :meth:`over`).
+
+    Raises:
+        TypeError: both or neither of ``path`` and ``db`` are given.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._db = RocksDBBytesStore(path, self.column_families())
-        self._owns_db = True
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, db: BytesStore | None = None
+    ) -> None:
+        if (path is None) == (db is None):
+            raise TypeError(f"{type(self).__name__}() takes a path or db=, not both or neither")
+        # A store opened from a path owns its database; one over an open db leaves it (and its
+        # commits) to the db's owner.
+        self._owns_db = db is None
+        if db is None:
+            db = RocksDBBytesStore(cast("str | os.PathLike[str]", path), self.column_families())
+        self._db: BytesStore = db
 
     @classmethod
-    def over(cls, db: RocksDBBytesStore) -> KeyValueStore:
+    def over(cls, db: BytesStore) -> KeyValueStore:
         """Wrap an open bytes store whose commits its owner controls."""
-        store = cls.__new__(cls)
-        store._db = db
-        store._owns_db = False
-        return store
+        return cls(db=db)
 
     @staticmethod
     def column_families() -> tuple[str, ...]:
@@ -44,7 +57,7 @@ class KeyValueStore:
         return (DEFAULT_CF,)
 
     @property
-    def wrapped(self) -> RocksDBBytesStore:
+    def wrapped(self) -> BytesStore:
         """The bytes layer underneath."""
         return self._db
 
@@ -142,11 +155,3 @@ class KeyValueStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def prefix_end(prefix: bytes) -> bytes | None:
-    """The smallest key greater than every key starting with ``prefix`` (None if unbounded)."""
-    trimmed = prefix.rstrip(b"\xff")
-    if not trimmed:
-        return None
-    return trimmed[:-1] + bytes([trimmed[-1] + 1])

@@ -1,7 +1,8 @@
-"""The bulk as-of lookups of the versioned store (``get_many``, ``as_of_columns``): a mixin of
-:class:`stores.versioned.store.VersionedKeyValueStore`, kept apart from Kafka's per-record
-algorithm. Behaviour is documented in :mod:`stores.versioned.store`: every answer is the one
-``get(key, as_of)`` gives.
+"""The bulk as-of lookups of the versioned store (``get_many``, ``as_of_columns``), kept apart
+from Kafka's per-record algorithm: a collaborator of
+:class:`stores.versioned.store.VersionedKeyValueStore` that reads the store's rows through its
+:class:`stores.versioned.client.VersionedStoreClient`. Behaviour is documented in
+:mod:`stores.versioned.store`: every answer is the one ``get(key, as_of)`` gives.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +18,8 @@ import pyarrow.compute as pc
 
 from stores.checks import checked_long
 from stores.errors import InvalidOptionError
+from stores.protocols import VersionedRecord
+from stores.versioned.client import VersionedStoreClient
 from stores.versioned.format import (
     LATEST_PREFIX,
     ROW_ENDS_BEFORE,
@@ -25,11 +28,8 @@ from stores.versioned.format import (
     find_in_row,
     latest_timestamp,
     row_versions,
+    versioned_record,
 )
-
-if TYPE_CHECKING:
-    from stores.bytes.rocksdb import RocksDBBytesStore
-    from stores.versioned.store import VersionedRecord
 
 _MAX_LONG = 2**63 - 1
 
@@ -37,21 +37,17 @@ _MAX_LONG = 2**63 - 1
 _pack_long = struct.Struct(">q").pack
 
 
-class _VersionedLookups:
-    """``get_many`` and ``as_of_columns`` over the store's rows (see the module doc)."""
+class VersionedLookups:
+    """``get_many`` and ``as_of_columns`` over a versioned store's rows (see the module doc).
 
-    _db: RocksDBBytesStore
-    _segments: list[int]
-    _interval: int
-    _retention: int
+    The store checks that it is open before it asks.
 
-    if TYPE_CHECKING:
+    Args:
+        client: the store's segments, stream time and bytes store.
+    """
 
-        def _check_open(self) -> None: ...
-
-        def _stream_time(self) -> int: ...
-
-        def _min_live(self, stream_time: int) -> int: ...
+    def __init__(self, client: VersionedStoreClient) -> None:
+        self._client = client
 
     def get_many(
         self, keys: Sequence[bytes], as_ofs: Sequence[int]
@@ -61,9 +57,7 @@ class _VersionedLookups:
         Raises:
             InvalidOptionError: a key or instant has a wrong type or value, or the sequences
                 differ in length.
-            StoreClosedError: the store is closed.
         """
-        self._check_open()
         if len(as_ofs) != len(keys):
             raise InvalidOptionError(
                 f"get_many: {len(keys)} keys but {len(as_ofs)} as_of instants; give one of each"
@@ -76,10 +70,8 @@ class _VersionedLookups:
             for a in as_ofs
         ]
         found = self.as_of_columns(pa.array(keys, pa.binary()), pa.array(checked, pa.int64()))
-        from stores.versioned.store import _record  # the store's module imports this one
-
         return [
-            None if value is None else _record(value, valid_from, valid_to)
+            None if value is None else versioned_record(value, valid_from, valid_to)
             for value, valid_from, valid_to in zip(
                 found.column(0).to_pylist(),
                 found.column(1).to_pylist(),
@@ -110,9 +102,7 @@ class _VersionedLookups:
         Raises:
             InvalidOptionError: ``keys`` is not binary, ``as_ofs`` not integers or negative, or
                 their lengths differ.
-            StoreClosedError: the store is closed.
         """
-        self._check_open()
         keys, as_ofs = _checked_columns(keys, as_ofs)
         count = len(keys)
         asked = pa.table({"key": keys, "at": as_ofs, "row": pa.array(np.arange(count))})
@@ -140,13 +130,14 @@ class _VersionedLookups:
     ) -> None:
         """Answer the instants ``times[bounds[g]:bounds[g + 1]]`` (ascending) of each key
         ``group_keys[g]`` (see as_of_columns)."""
-        stream_time = self._stream_time()
-        horizon = stream_time - self._retention
-        live = self._min_live(stream_time)
-        interval = self._interval
-        segments = self._segments
+        client = self._client
+        stream_time = client.stream_time()
+        horizon = stream_time - client.retention
+        live = client.min_live(stream_time)
+        interval = client.interval
+        segments = client.segments
         newest = segments[-1] if segments else -1
-        get = self._db.get
+        get = client.db.get
         stamps = times.tolist()
         merged = _Merge(times)
         for group, key in enumerate(group_keys):
@@ -194,9 +185,10 @@ class _VersionedLookups:
     ) -> None:
         """Answer one key's instants ``times[first:end]`` one by one, as ``get`` does (the
         latest value given, rows kept as they are read)."""
-        interval = self._interval
-        segments = self._segments
-        get = self._db.get
+        client = self._client
+        interval = client.interval
+        segments = client.segments
+        get = client.db.get
         rows: dict[int, bytes | None] = {}
         for j in range(first, end):
             as_of = times[j]
@@ -307,7 +299,9 @@ class _Merge:
         self.value: list[bytes | None] = []
         self.asked: list[tuple[int, int, int]] = []  # (group, first, end) positions
 
-    def add_row(self, group: int, versions: tuple[list[int], list[int], list[bytes | None]]) -> None:
+    def add_row(
+        self, group: int, versions: tuple[list[int], list[int], list[bytes | None]]
+    ) -> None:
         starts, ends, values = versions
         self.group += [group] * len(starts)
         self.start += starts
@@ -397,3 +391,4 @@ def _checked_columns(keys: Any, as_ofs: Any) -> tuple[pa.Array, pa.Array]:
     return keys.cast(pa.binary()), as_ofs
 
 
+__all__ = ["VersionedLookups"]

@@ -94,3 +94,20 @@ def test_matches_a_dict(tmp_path_factory, entries) -> None:  # type: ignore[no-u
             else:
                 model[key] = value
         assert list(store.all()) == sorted(model.items())
+
+
+def test_a_store_over_an_open_database_leaves_it_open(tmp_path: Path) -> None:
+    db = RocksDBBytesStore(tmp_path / "kv", KeyValueStore.column_families())
+    with KeyValueStore(db=db) as store:
+        store.put(b"k", b"v")
+    assert not db.closed and db.get(b"k") == b"v"
+    db.close()
+
+
+def test_a_store_takes_a_path_or_a_database(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="a path or db="):
+        KeyValueStore()
+    db = RocksDBBytesStore(tmp_path / "kv", KeyValueStore.column_families())
+    with pytest.raises(TypeError, match="a path or db="):
+        KeyValueStore(tmp_path / "other", db=db)
+    db.close()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stores.bytes.protocol import BytesStore
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import StoreClosedError, StoreNotFoundError
 
@@ -117,3 +119,36 @@ def test_merged_view_matches_a_dict_model(tmp_path_factory, ops, bounds, reverse
     for k in model:
         assert db.get(k) == model[k]
     db.close()
+
+
+def test_the_generation_changes_whenever_what_the_handle_reads_may_change(tmp_path: Path) -> None:
+    db: BytesStore = RocksDBBytesStore(tmp_path / "db", autocommit=False)
+    seen = [db.generation]
+
+    def changed() -> bool:
+        new = db.generation not in seen
+        seen.append(db.generation)
+        return new
+
+    assert db.get(b"k") is None and not changed()  # reads leave it
+    db.put(b"k", b"v")
+    assert changed()
+    db.put_many([b"a", b"b"], [b"1", None])
+    assert changed()
+    db.delete(b"a")
+    assert changed()
+    db.delete_range(b"a", b"c")
+    assert changed()
+    db.commit()
+    assert changed()
+    db.commit()  # nothing staged: nothing changes
+    assert not changed()
+    db.put(b"k", b"w")
+    db.rollback()
+    assert changed()
+    db.ingest_sorted("default", [])
+    assert not changed()  # an empty ingest writes no file
+    db.ingest_sorted("default", [(pa.array([b"x"], pa.binary()), pa.array([b"1"], pa.binary()))])
+    assert changed() and db.get(b"x") == b"1"
+    db.close()
+    assert changed()

@@ -890,3 +890,16 @@ def test_store_follows_the_model(config: tuple[str, str, bool]) -> None:
             suppress_health_check=[HealthCheck.too_slow],
         ),
     )
+
+
+@pytest.mark.parametrize("kind", [TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders])
+def test_a_store_over_an_open_database_leaves_it_open(tmp_path: Path, kind: Any) -> None:
+    db = RocksDBBytesStore(tmp_path / "t", kind.column_families())
+    with kind(db=db) as store:
+        assert store.wrapped is db
+    assert not db.closed
+    with pytest.raises(TypeError, match="a path or db="):
+        kind(tmp_path / "other", db=db)
+    with pytest.raises(TypeError, match="a path or db="):
+        kind()
+    db.close()

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.protocol import DEFAULT_CF
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.formats.timestamped import TIMESTAMPED_CF
 from stores.iterators import KeyValueIterator
@@ -222,7 +223,7 @@ def test_should_not_throw_concurrent_modification_exception(st: Store) -> None:
 def test_should_not_throw_invalid_range_exception_with_negative_from_key(
     st: Store, method: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="stores.timestamped.store"):
+    with caplog.at_level(logging.WARNING, logger="stores.timestamped.dual"):
         with getattr(st.store, method)(k(-1), k(1)) as it:
             assert not it.has_next()
     assert (

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.protocol import DEFAULT_CF
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.versioned.format import (
     LATEST_PREFIX,
@@ -916,3 +917,16 @@ def test_scan_latest_columns_matches_scan_latest(tmp_path) -> None:  # type: ign
                 for k, v, ts in zip(keys.to_pylist(), values.to_pylist(), stamps.to_pylist())
             ]
             assert columns == list(store.scan_latest())
+
+
+def test_a_store_over_an_open_database_leaves_it_open(tmp_path: Path) -> None:
+    db = RocksDBBytesStore(tmp_path / "v", VersionedKeyValueStore.column_families())
+    with VersionedKeyValueStore(None, 100, 10, db=db) as store:
+        store.put(b"k", b"v", 5)
+    assert not db.closed
+    assert VersionedKeyValueStore.over(db, 100, 10).get(b"k") == VersionedRecord(b"v", 5)
+    with pytest.raises(TypeError, match="a path or db="):
+        VersionedKeyValueStore(tmp_path / "other", 100, db=db)
+    with pytest.raises(TypeError, match="a path or db="):
+        VersionedKeyValueStore(None, 100)
+    db.close()
