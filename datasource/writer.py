@@ -337,7 +337,7 @@ class StateStoreWriter(DataSourceArrowWriter):
             columns[time.name] = self._millis(data, time.name)  # checked by ``add``
         derived = {c: self._millis(data, c) for c in layout.derived if c in data.column_names}
         if derived:
-            stager.table.kind.check_write({**columns, **derived}, self.spec.params, self.spec.name)
+            kind_of(self.spec.kind).check_write({**columns, **derived}, self.spec.params, self.spec.name)
         if layout.headers:
             if HEADERS in data.column_names:
                 columns[HEADERS] = headers_from_arrow(data.column(HEADERS).combine_chunks())
