@@ -28,9 +28,9 @@ from typing import Any, Final, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.bytes.protocol import BytesStore
 from stores.columns.key_sort import key_runs, run_lasts
-from stores.query import Query
+from stores.query.queries import Query
 from stores.records import UNKNOWN_TIMESTAMP
 
 #: Rows per record batch of a scan.
@@ -142,7 +142,7 @@ class StoreEngine(ABC):
         """The RocksDB column families of the store (the first holds its data)."""
 
     @abstractmethod
-    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+    def open(self, db: BytesStore, params: dict[str, Any]) -> Any:
         """The typed store over an open bytes store."""
 
     @abstractmethod
@@ -234,7 +234,7 @@ def time_order(table: pa.Table, column: str) -> pa.Table:
     return table.take(pc.sort_indices(table.column(column)))
 
 
-def span_batches(store: Any, scan: Scan, layout: Layout) -> Iterator[pa.RecordBatch]:
+def segmented_batches(store: Any, scan: Scan, layout: Layout) -> Iterator[pa.RecordBatch]:
     """Raw batches of a window or session store's ``scan_columns``: key, value, start, end,
     then the record timestamp (timestamped windows) and headersBytes, as the layout has them."""
     schema = layout.raw_schema()

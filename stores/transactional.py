@@ -258,7 +258,7 @@ class TransactionalStore(Generic[S]):
         self,
         path: str | os.PathLike[str],
         column_families: Sequence[str],
-        open_store: Callable[[RocksDBBytesStore], S],
+        open_store: Callable[[BytesStore], S],
         *,
         changelog: Changelog | None = None,
         max_uncommitted_bytes: int = DEFAULT_MAX_UNCOMMITTED_BYTES,

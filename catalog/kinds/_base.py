@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
 
-from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.bytes.protocol import BytesStore
 from stores.engine import Layout, Rows, Runs, Scan, StoreEngine, StoreMustAnswer
 from stores.errors import InvalidOptionError
 from stores.query import Query
@@ -165,7 +165,7 @@ class StoreKind:
         """The RocksDB column families of the store (the first holds its data)."""
         return self.engine.column_families(params)
 
-    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+    def open(self, db: BytesStore, params: dict[str, Any]) -> Any:
         """The typed store over an open bytes store."""
         return self.engine.open(db, params)
 

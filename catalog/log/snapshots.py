@@ -37,7 +37,7 @@ from catalog.log.storage import Storage
 from stores.columns.encode import as_binary, binary_from, binary_offsets, whole
 
 if TYPE_CHECKING:
-    from stores.bytes.rocksdb import RocksDBBytesStore
+    from stores.bytes.protocol import BytesStore
 
 SNAPSHOT_SCHEMA = pa.schema(
     [
@@ -66,7 +66,7 @@ def snapshot_table(
     )
 
 
-def dump(db: RocksDBBytesStore, families: tuple[str, ...]) -> pa.Table:
+def dump(db: BytesStore, families: tuple[str, ...]) -> pa.Table:
     """The committed contents of ``families`` as a snapshot table (see module doc)."""
     batches = [
         _snapshot_batch(family, pa.array(keys, pa.binary()), pa.array(values, pa.binary()))
@@ -158,7 +158,7 @@ def snapshot_batches(
 
 
 def load_snapshot(
-    db: RocksDBBytesStore, storage: Storage, store_dir: str, ref: ChangelogFile
+    db: BytesStore, storage: Storage, store_dir: str, ref: ChangelogFile
 ) -> set[str]:
     """Load a verified snapshot into an empty ``db`` by SST ingest, one file per column
     family, encoded a batch at a time (durable at once: the caller commits its offset after).

@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.protocol import DEFAULT_CF, BytesStore
 from stores.engine import (
     BATCH_ROWS,
     STORE_MUST_ANSWER,
@@ -20,7 +20,7 @@ from stores.engine import (
     last_per_key,
 )
 from stores.key_value.store import KeyValueStore
-from stores.query import KeyQuery, Query
+from stores.query.queries import KeyQuery, Query
 
 _WIDE = pa.schema([pa.field("key", pa.large_binary()), pa.field("value", pa.large_binary())])
 
@@ -34,7 +34,7 @@ class KeyValueEngine(StoreEngine):
     def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
         return KeyValueStore.column_families()
 
-    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+    def open(self, db: BytesStore, params: dict[str, Any]) -> Any:
         return KeyValueStore.over(db)
 
     def apply(self, store: Any, table: pa.Table, params: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ import os
 from collections.abc import Sequence
 from typing import ClassVar, TypeVar
 
+from stores.bytes.protocol import BytesStore
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import StoreClosedError
 from stores.segments.store import (
@@ -46,7 +47,7 @@ class SegmentedStoreBase:
     def __init__(
         self,
         path: str | os.PathLike[str] | None,
-        db: RocksDBBytesStore | None,
+        db: BytesStore | None,
         *,
         retention_ms: int,
         segment_interval_ms: int,
@@ -78,7 +79,7 @@ class SegmentedStoreBase:
     # -- properties ----------------------------------------------------------------------------
 
     @property
-    def wrapped(self) -> RocksDBBytesStore:
+    def wrapped(self) -> BytesStore:
         """The bytes layer underneath."""
         return self._db
 

@@ -58,7 +58,7 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate, islice
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.protocol import DEFAULT_CF, BytesStore
 from stores.columns.arguments import chunked, merge_columns
 from stores.errors import CorruptDataError, InvalidOptionError
 
@@ -125,7 +125,7 @@ class SegmentedBytesStore:
 
     def __init__(
         self,
-        db: RocksDBBytesStore,
+        db: BytesStore,
         *,
         retention_ms: int,
         segment_interval_ms: int,

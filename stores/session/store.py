@@ -43,7 +43,7 @@ from collections.abc import Generator, Iterator, Sequence
 from types import GeneratorType
 from typing import Any, ClassVar, Generic, TypeVar
 
-from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.bytes.protocol import BytesStore
 from stores.checks import checked_bytes as _key
 from stores.checks import checked_long as _long
 from stores.iterators import KeyValueIterator
@@ -112,7 +112,7 @@ class _SessionStoreBase(SegmentedStoreBase, Generic[V]):
         retention_ms: int,
         segment_interval_ms: int | None = None,
         *,
-        db: RocksDBBytesStore | None = None,
+        db: BytesStore | None = None,
     ) -> None:
         retention, interval = _configure(retention_ms, segment_interval_ms)
         if interval is None:
@@ -134,7 +134,7 @@ class _SessionStoreBase(SegmentedStoreBase, Generic[V]):
     @classmethod
     def over(
         cls: type[S],
-        db: RocksDBBytesStore,
+        db: BytesStore,
         retention_ms: int,
         segment_interval_ms: int | None = None,
     ) -> S:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.bytes.protocol import BytesStore
 from stores.columns.decode import ByteColumn, stored_values, value_columns
 from stores.engine import (
     BATCH_ROWS,
@@ -29,7 +29,7 @@ from stores.engine import (
     time_order,
 )
 from stores.formats.timestamped import TIMESTAMPED_CF
-from stores.query import Query, TimestampedKeyQuery
+from stores.query.queries import Query, TimestampedKeyQuery
 from stores.timestamped.store import (
     TIMESTAMPED_WITH_HEADERS_CF,
     TimestampedKeyValueStore,
@@ -57,7 +57,7 @@ class TimestampedEngine(StoreEngine):
     def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
         return _store_class(params).column_families()  # type: ignore[no-any-return]
 
-    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+    def open(self, db: BytesStore, params: dict[str, Any]) -> Any:
         return _store_class(params).over(db)
 
     def apply(self, store: Any, table: pa.Table, params: dict[str, Any]) -> None:

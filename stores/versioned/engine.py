@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.bytes.protocol import BytesStore
 from stores.engine import (
     BATCH_ROWS,
     STORE_MUST_ANSWER,
@@ -22,7 +22,7 @@ from stores.engine import (
     TimeColumn,
     row_batches,
 )
-from stores.query import Query, VersionedKeyQuery
+from stores.query.queries import Query, VersionedKeyQuery
 from stores.versioned.columns import snapshot_records, versioned_read, versioned_rows
 from stores.versioned.store import VersionedKeyValueStore
 
@@ -38,7 +38,7 @@ class VersionedEngine(StoreEngine):
     def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
         return VersionedKeyValueStore.column_families()
 
-    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+    def open(self, db: BytesStore, params: dict[str, Any]) -> Any:
         return VersionedKeyValueStore.over(
             db, params["history_retention_ms"], params["segment_interval_ms"]
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.bytes.protocol import BytesStore
 from stores.engine import (
     HEADERS,
     STORE_MUST_ANSWER,
@@ -19,10 +19,10 @@ from stores.engine import (
     StoreEngine,
     StoreMustAnswer,
     TimeColumn,
-    span_batches,
+    segmented_batches,
     time_order,
 )
-from stores.query import Query, WindowKeyQuery
+from stores.query.queries import Query, WindowKeyQuery
 from stores.window.columns import window_base, window_read, window_rows
 from stores.window.store import (
     TimestampedWindowStore,
@@ -59,7 +59,7 @@ class WindowEngine(StoreEngine):
     def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
         return _store_class(params).column_families()  # type: ignore[no-any-return]
 
-    def open(self, db: RocksDBBytesStore, params: dict[str, Any]) -> Any:
+    def open(self, db: BytesStore, params: dict[str, Any]) -> Any:
         return _store_class(params).over(
             db,
             params["retention_ms"],
@@ -79,7 +79,7 @@ class WindowEngine(StoreEngine):
         )
 
     def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-        return span_batches(store, scan, self.layout(params))
+        return segmented_batches(store, scan, self.layout(params))
 
     def key_query(
         self,

@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from stores.bytes.rocksdb import DEFAULT_CF
+from stores.bytes.protocol import DEFAULT_CF
 from stores.errors import CorruptDataError, InvalidOptionError
 from stores.formats.headers import (
     convert_from_plain_to_header_format,

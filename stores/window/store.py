@@ -44,7 +44,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
-from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.bytes.protocol import BytesStore
 from stores.checks import checked_bytes as _checked_key
 from stores.iterators import KeyValueIterator
 from stores.records import (
@@ -122,7 +122,7 @@ class _WindowStoreBase(SegmentedStoreBase, Generic[V]):
         retain_duplicates: bool = False,
         segment_interval_ms: int | None = None,
         *,
-        db: RocksDBBytesStore | None = None,
+        db: BytesStore | None = None,
     ) -> None:
         retention, size, dups, interval = _configure(
             retention_ms, window_size_ms, retain_duplicates, segment_interval_ms
@@ -150,7 +150,7 @@ class _WindowStoreBase(SegmentedStoreBase, Generic[V]):
     @classmethod
     def over(
         cls: type[S],
-        db: RocksDBBytesStore,
+        db: BytesStore,
         retention_ms: int,
         window_size_ms: int,
         retain_duplicates: bool = False,

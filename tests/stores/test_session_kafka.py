@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from stores.bytes.rocksdb import DEFAULT_CF, RocksDBBytesStore
+from stores.bytes.protocol import DEFAULT_CF
+from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
 from stores.iterators import KeyValueIterator
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
