@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from catalog.kinds._base import HEADERS_PARAM, Param, segment_interval
-from catalog.kinds._spans import RETENTION, SEGMENT_INTERVAL, SpanKind
+from catalog.kinds._segmented import RETENTION, SEGMENT_INTERVAL, SegmentedKind
 from stores.engine import StoreEngine
 from stores.session.engine import SESSION_ENGINE
 from stores.session.store import default_segment_interval_ms
 
 
-class SessionKind(SpanKind):
+class SessionKind(SegmentedKind):
     name: ClassVar[str] = "session"
     params: ClassVar[tuple[Param, ...]] = (RETENTION, SEGMENT_INTERVAL, HEADERS_PARAM)
     engine: ClassVar[StoreEngine] = SESSION_ENGINE

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.kinds._base import HEADERS_PARAM, Param, segment_interval
-from catalog.kinds._spans import RETENTION, SEGMENT_INTERVAL, SpanKind
+from catalog.kinds._segmented import RETENTION, SEGMENT_INTERVAL, SegmentedKind
 from stores.engine import StoreEngine
 from stores.errors import InvalidOptionError
 from stores.window.engine import WINDOW_ENGINE
@@ -23,7 +23,7 @@ RETAIN_DUPLICATES = Param("retain_duplicates", "retainDuplicates", "boolean")
 TIMESTAMPED_PARAM = Param("timestamped", "timestamped", "boolean")
 
 
-class WindowKind(SpanKind):
+class WindowKind(SegmentedKind):
     name: ClassVar[str] = "window"
     params: ClassVar[tuple[Param, ...]] = (
         RETENTION, WINDOW_SIZE, RETAIN_DUPLICATES, SEGMENT_INTERVAL, TIMESTAMPED_PARAM,

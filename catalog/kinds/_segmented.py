@@ -16,7 +16,7 @@ START_FROM = ReadParam("windowStartFrom", "instant")
 START_TO = ReadParam("windowStartTo", "instant")
 
 
-class SpanKind(StoreKind):
+class SegmentedKind(StoreKind):
     """A kind on Kafka's segmented store: entries per key and time span, read by start range
     (``windowStartFrom`` / ``windowStartTo``, windows' and sessions' alike)."""
 
