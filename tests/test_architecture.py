@@ -14,12 +14,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("stores", "catalog", "datasource")
 #: Which package may import which: each only those below it.
 BELOW = {"datasource": {"catalog", "stores"}, "catalog": {"stores"}, "stores": set()}
+#: Subpackages kept apart from what sits above them inside their package: the modules they
+#: may import (a dotted prefix each). The log imports nothing of the table, the caches or the
+#: operations; the kinds' store folders import no other kind.
+APART = {
+    "catalog.log": ("stores", "catalog.faults", "catalog.log"),
+    **{
+        f"stores.{kind}": tuple(
+            f"stores.{m}" for m in ("bytes", "columns", "formats", "segments", "engine", "errors",
+                                    "records", "checks", "iterators", "protocols", "query.queries",
+                                    "time", "types", "serdes", kind)
+        )
+        for kind in ("key_value", "timestamped", "versioned", "window", "session")
+    },
+}
 MAX_LINES = 600
 
 
@@ -162,6 +174,18 @@ def upward(found: list[Import]) -> list[str]:
     return out
 
 
+def outside_apart(found: list[Import]) -> list[str]:
+    """Imports of a subpackage in ``APART`` from a module it may not import."""
+    out = []
+    for imp in found:
+        for package, allowed in APART.items():
+            if _inside(imp.source, package) and not any(
+                _inside(imp.target, prefix) for prefix in allowed
+            ):
+                out.append(f"{imp.source}:{imp.line} imports {imp.target} (outside {package}'s)")
+    return out
+
+
 def long_modules(known: dict[str, Path]) -> list[str]:
     out = []
     for name, path in known.items():
@@ -181,12 +205,6 @@ def graph() -> tuple[dict[str, Path], list[Import], dict[str, set[str]]]:
     return known, found, edges
 
 
-#: Issue 22 is in progress: these findings are the ones it removes (strict: a check that
-#: passes fails until its marker goes).
-IN_PROGRESS = pytest.mark.xfail(strict=True, reason="issue 22: the layout is being redesigned")
-
-
-@IN_PROGRESS
 def test_no_import_cycles() -> None:
     _, _, edges = graph()
     assert cycles(edges) == []
@@ -197,12 +215,16 @@ def test_layers_import_only_downward() -> None:
     assert upward(found) == []
 
 
+def test_the_log_and_each_kind_import_only_what_lies_below_them() -> None:
+    _, found, _ = graph()
+    assert outside_apart(found) == []
+
+
 def test_no_private_reach_ins_across_packages() -> None:
     known, found, _ = graph()
     assert reach_ins(found, known) == []
 
 
-@IN_PROGRESS
 def test_no_module_over_600_lines() -> None:
     assert long_modules(modules()) == []
 
@@ -226,6 +248,9 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
     outside = [Import("catalog.x", "stores._c", None, 1), Import("catalog.x", "stores.a", "_z", 2)]
     assert len(reach_ins(outside, known)) == 2
     assert upward([Import("stores.a", "catalog.x", None, 3)]) != []
+    assert outside_apart([Import("catalog.log.x", "catalog.table", None, 4),
+                          Import("stores.session.store", "stores.window.store", None, 5)]) != []
+    assert outside_apart([Import("stores.session.store", "stores.segments.base", None, 6)]) == []
 
 
 if __name__ == "__main__":
@@ -233,6 +258,7 @@ if __name__ == "__main__":
     for title, items in (
         ("cycles", [" ".join(c) for c in cycles(edges)]),
         ("upward imports", upward(found)),
+        ("imports out of a subpackage kept apart", outside_apart(found)),
         ("private reach-ins", reach_ins(found, known)),
         ("modules over 600 lines", long_modules(known)),
     ):

@@ -416,31 +416,3 @@ def test_the_command_line_queries_keys_and_drops_with_confirmation(
 
 
 # -- the log stands alone ----------------------------------------------------------------------
-
-
-def test_the_log_imports_nothing_of_the_table_the_caches_or_the_operations() -> None:
-    """``catalog/log/*`` imports ``stores.*``, ``catalog.faults`` and ``catalog.log.*`` only
-    (every import counts: lazy and ``TYPE_CHECKING`` ones too)."""
-    import ast
-
-    import catalog.log
-
-    allowed = ("stores", "catalog.faults", "catalog.log")
-    found = []
-    for path in sorted(Path(catalog.log.__path__[0]).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                continue  # relative: inside the log
-            if isinstance(node, ast.ImportFrom):
-                targets = [f"{node.module}.{alias.name}" for alias in node.names]
-            elif isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
-                continue
-            for target in targets:
-                top = target.split(".")[0]
-                if top in ("catalog", "datasource") and not any(
-                    target == a or target.startswith(a + ".") for a in allowed
-                ):
-                    found.append(f"{path.name}:{node.lineno} imports {target}")
-    assert found == []
