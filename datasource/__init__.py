@@ -1,4 +1,11 @@
-"""The Spark connector: the ``state_store`` data source, and ``asof_join``."""
+"""The Spark connector: the ``state_store`` data source, and ``asof_join``.
+
+Import direction, each module only those after it: ``source`` (Spark's ``DataSource``) ->
+``stream_writer`` -> ``writer``; ``stream_reader``, ``history`` -> ``reader`` -> ``options``
+(parsed once; the kinds' options derived from ``catalog.kinds``), ``pushdown``,
+``intervals``, ``spark_types``, ``errors`` -> ``catalog``, ``stores``; ``asof`` (the join)
+beside them. The connector names no store kind: what differs between kinds the kinds declare.
+"""
 
 from typing import Any
 

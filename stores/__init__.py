@@ -19,13 +19,16 @@ Import direction: each layer imports only the layers after it, and no kind impor
 
 1. ``stores.query`` (IQv2) and ``stores.adapters``: over the kinds;
 2. the kinds, one folder each (``key_value``, ``timestamped``, ``versioned``, ``window``,
-   ``session``), and ``stores.transactional``, which opens any of them;
+   ``session``): store, format, lookups, columns and the kind's engine, which the catalog's
+   kinds link to; and ``stores.transactional``, which opens any of them;
+   ``stores.engine``: what a kind's engine is (``StoreEngine``), the vocabulary of scans;
 3. ``stores.segments``: the segmented engine under window and session stores;
 4. ``stores.bytes``: the ``BytesStore`` protocol the kinds use, RocksDB behind it, SST files;
 5. ``stores.columns``, ``stores.formats``, ``stores.iterators``: columnar helpers, byte layouts
    shared by kinds, store iterators;
 6. ``stores.protocols``, ``stores.records``, ``stores.serdes``, ``stores.types``,
-   ``stores.checks``, ``stores.time``, ``stores.errors``.
+   ``stores.checks``, ``stores.time``, ``stores.query.queries`` (the query classes a kind's
+   engine builds), ``stores.errors``.
 
 Names load on first use (PEP 562): Spark imports ``stores.errors`` in every Python worker that
 plans or commits a query, and the engines behind this package (RocksDB, pyarrow) are not needed
