@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.spark
-
 README = Path(__file__).resolve().parent.parent / "README.md"
 UTC = dt.timezone.utc
 
@@ -37,6 +35,24 @@ def at(hour: int, minute: int = 0) -> dt.datetime:
     return dt.datetime(2024, 5, 1, hour, minute, tzinfo=UTC)
 
 
+def test_every_name_the_readme_imports_is_what_it_names() -> None:
+    """Each ``from X import a, b`` the README writes (in a block or inline) gives objects, not
+    submodules that share a name with them (``from datasource import asof_join`` once did)."""
+    import importlib
+    import types
+
+    text = README.read_text()
+    found = re.findall(r"from ([a-z_][\w.]*) import \(([^)]*)\)", text)
+    found += re.findall(r"from ([a-z_][\w.]*) import (\w[\w, ]*)", text)
+    names = [(module, name.strip()) for module, group in found for name in group.split(",")]
+    names = [(m, n) for m, n in names if n]
+    assert ("datasource", "asof_join") in names and ("pyspark_state_store", "DefaultSource") in names
+    for module, name in names:
+        value = getattr(importlib.import_module(module), name)
+        assert not isinstance(value, types.ModuleType), f"from {module} import {name}: a module"
+
+
+@pytest.mark.spark
 def test_every_python_block_of_the_readme_runs(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
