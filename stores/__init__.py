@@ -21,8 +21,9 @@ Import direction: each layer imports only the layers after it, and no kind impor
 2. the kinds, one folder each (``key_value``, ``timestamped``, ``versioned``, ``window``,
    ``session``): store, format, lookups, columns and the kind's engine, which the catalog's
    kinds link to; and ``stores.transactional``, which opens any of them;
+3. ``stores.segments``: the segmented engine under window and session stores, and what their
+   kind engines share;
    ``stores.engine``: what a kind's engine is (``StoreEngine``), the vocabulary of scans;
-3. ``stores.segments``: the segmented engine under window and session stores;
 4. ``stores.bytes``: the ``BytesStore`` protocol the kinds use, RocksDB behind it, SST files;
 5. ``stores.columns``, ``stores.formats``, ``stores.iterators``: columnar helpers, byte layouts
    shared by kinds, store iterators;

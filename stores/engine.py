@@ -232,22 +232,3 @@ def time_order(table: pa.Table, column: str) -> pa.Table:
     """Rows in ``column`` order, stable: a DataFrame has no order, so a commit's rows are applied
     in time order and the result does not depend on how Spark split them into tasks."""
     return table.take(pc.sort_indices(table.column(column)))
-
-
-def segmented_batches(store: Any, scan: Scan, layout: Layout) -> Iterator[pa.RecordBatch]:
-    """Raw batches of a window or session store's ``scan_columns``: key, value, start, end,
-    then the record timestamp (timestamped windows) and headersBytes, as the layout has them."""
-    schema = layout.raw_schema()
-    timestamped = "timestamp" in layout.read_times
-    for chunk in store.scan_columns(BATCH_ROWS, scan.time_from, scan.time_to):
-        columns = [
-            pa.array(chunk[0], pa.binary()),
-            pa.array(chunk[1], pa.binary()),
-            pa.array(chunk[2], TIME),
-            pa.array(chunk[3], TIME),
-        ]
-        if timestamped:
-            columns.append(known(chunk[4]))
-        if layout.headers:
-            columns.append(pa.array(chunk[-1], pa.binary()))
-        yield pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -3,7 +3,6 @@ session (start, end) on the segmented store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -11,18 +10,12 @@ import pyarrow as pa
 from stores.bytes.protocol import BytesStore
 from stores.engine import (
     HEADERS,
-    STORE_MUST_ANSWER,
     Layout,
-    Rows,
-    Runs,
-    Scan,
-    StoreEngine,
-    StoreMustAnswer,
     TimeColumn,
-    segmented_batches,
     time_order,
 )
 from stores.query.queries import Query, WindowRangeQuery
+from stores.segments.engine import SegmentedEngine
 from stores.session.columns import session_base, session_read, session_rows
 from stores.session.store import SessionStore, SessionStoreWithHeaders
 
@@ -31,9 +24,13 @@ def _store_class(params: dict[str, Any]) -> Any:
     return SessionStoreWithHeaders if params.get("headers") else SessionStore
 
 
-class SessionEngine(StoreEngine):
+class SessionEngine(SegmentedEngine):
     """Sessions by (start, end); reads of a start range and cache rebuilds computed from
     columns unless a snapshot holds a legacy layout."""
+
+    columns_base = staticmethod(session_base)
+    columns_read = staticmethod(session_read)
+    columns_rows = staticmethod(session_rows)
 
     def layout(self, params: dict[str, Any]) -> Layout:
         return Layout(
@@ -59,30 +56,8 @@ class SessionEngine(StoreEngine):
             table.column(HEADERS).to_pylist() if params.get("headers") else None,
         )
 
-    def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-        return segmented_batches(store, scan, self.layout(params))
-
     def key_query(self, key: Any, **bounds: int | None) -> Query:
         return WindowRangeQuery.with_key(key)  # Kafka's query of a key's sessions
-
-    def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
-    ) -> pa.Table | StoreMustAnswer:
-        base = session_base(runs, params, self.column_families(params)) if runs else None
-        if runs and base is None:
-            return STORE_MUST_ANSWER  # rows in a legacy layout: RocksDB converts them
-        read = session_read(commits, params, scan.time_from, scan.time_to, base)
-        return STORE_MUST_ANSWER if read is None else read
-
-    def store_rows(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
-    ) -> Rows | StoreMustAnswer:
-        families = self.column_families(params)
-        base = session_base(runs, params, families) if runs else None
-        if runs and base is None:
-            return STORE_MUST_ANSWER  # rows in a legacy layout: the store converts them
-        rows = session_rows(commits, params, base, families)
-        return STORE_MUST_ANSWER if rows is None else rows
 
 
 SESSION_ENGINE = SessionEngine()

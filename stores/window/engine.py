@@ -3,7 +3,6 @@ key and window start on the segmented store, optionally every put (``retain_dupl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -11,18 +10,12 @@ import pyarrow as pa
 from stores.bytes.protocol import BytesStore
 from stores.engine import (
     HEADERS,
-    STORE_MUST_ANSWER,
     Layout,
-    Rows,
-    Runs,
-    Scan,
-    StoreEngine,
-    StoreMustAnswer,
     TimeColumn,
-    segmented_batches,
     time_order,
 )
 from stores.query.queries import Query, WindowKeyQuery
+from stores.segments.engine import SegmentedEngine
 from stores.window.columns import window_base, window_read, window_rows
 from stores.window.store import (
     TimestampedWindowStore,
@@ -40,10 +33,14 @@ def _store_class(params: dict[str, Any]) -> Any:
     return WindowStoreWithHeaders if params.get("headers") else WindowStore
 
 
-class WindowEngine(StoreEngine):
+class WindowEngine(SegmentedEngine):
     """Windows by start (``window_end`` derived from the size); reads of a start range and
     cache rebuilds computed from columns (``stores.window.columns``) unless a snapshot holds a
     legacy layout."""
+
+    columns_base = staticmethod(window_base)
+    columns_read = staticmethod(window_read)
+    columns_rows = staticmethod(window_rows)
 
     def layout(self, params: dict[str, Any]) -> Layout:
         timestamped = bool(params.get("timestamped"))
@@ -78,9 +75,6 @@ class WindowEngine(StoreEngine):
             table.column(HEADERS).to_pylist() if params.get("headers") else None,
         )
 
-    def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-        return segmented_batches(store, scan, self.layout(params))
-
     def key_query(
         self,
         key: Any,
@@ -92,25 +86,6 @@ class WindowEngine(StoreEngine):
         low = 0 if time_from is None else time_from
         high = 2**63 - 1 if time_to is None else time_to
         return WindowKeyQuery.with_key_and_window_start_range(key, low, high)
-
-    def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
-    ) -> pa.Table | StoreMustAnswer:
-        base = window_base(runs, params, self.column_families(params)) if runs else None
-        if runs and base is None:
-            return STORE_MUST_ANSWER  # rows in a legacy layout: RocksDB converts them
-        read = window_read(commits, params, scan.time_from, scan.time_to, base)
-        return STORE_MUST_ANSWER if read is None else read
-
-    def store_rows(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
-    ) -> Rows | StoreMustAnswer:
-        families = self.column_families(params)
-        base = window_base(runs, params, families) if runs else None
-        if runs and base is None:
-            return STORE_MUST_ANSWER  # rows in a legacy layout: the store converts them
-        rows = window_rows(commits, params, base, families)
-        return STORE_MUST_ANSWER if rows is None else rows
 
 
 WINDOW_ENGINE = WindowEngine()
