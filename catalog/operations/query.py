@@ -38,6 +38,7 @@ from catalog.table import Table, Warehouse
 from stores.bytes.rocksdb import is_rocksdb_failure
 from stores.errors import InvalidOptionError
 from stores.iterators import KeyValueIterator
+from stores.protocols import VersionedRecord
 from stores.query import (
     FailureReason,
     Position,
@@ -57,7 +58,6 @@ from stores.records import (
     Windowed,
 )
 from stores.serdes import Serde, serde_for
-from stores.versioned.store import VersionedRecord
 
 
 @dataclass(frozen=True)

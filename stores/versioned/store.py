@@ -52,7 +52,6 @@ from stores.versioned.format import (
 from stores.versioned.lookups import VersionedLookups
 from stores.versioned.put import (
     NOT_PUT,
-    VALID_TO_UNDEFINED,
     Rows,
     do_put,
     prefetch_latest,
@@ -565,10 +564,4 @@ def _non_negative(value: Any, name: str) -> int:
     return checked_long(value, name, 0, unit="ms")
 
 
-__all__ = [
-    "NOT_PUT",
-    "VALID_TO_UNDEFINED",
-    "VersionedKeyValueStore",
-    "VersionedRecord",
-    "default_segment_interval_ms",
-]
+__all__ = ["VersionedKeyValueStore", "default_segment_interval_ms"]

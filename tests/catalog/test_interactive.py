@@ -12,6 +12,7 @@ from catalog import Catalog
 from catalog.operations.query import StateQueryRequest, StateQueryResult, query
 from catalog.partitioner import partition_of
 from stores.errors import InvalidOptionError, SerdeError, StoreNotFoundError
+from stores.protocols import VersionedRecord
 from stores.query import (
     FailureReason,
     KeyQuery,
@@ -28,7 +29,6 @@ from stores.query import (
     WindowRangeQuery,
 )
 from stores.records import KeyValue, Window, Windowed
-from stores.versioned.store import VersionedRecord
 
 RATES = {"EUR": 1.1, "GBP": 1.3, "JPY": 0.007, "CHF": 1.2, "USD": 1.0, "SEK": 0.09}
 

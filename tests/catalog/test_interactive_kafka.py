@@ -19,6 +19,7 @@ from catalog.operations.query import StateQueryRequest, StateQueryResult, query
 from catalog.partitioner import partition_of
 from stores.errors import StoreNotFoundError
 from stores.iterators import KeyValueIterator
+from stores.protocols import VersionedRecord
 from stores.query import (
     FailureReason,
     KeyQuery,
@@ -36,7 +37,6 @@ from stores.query import (
 )
 from stores.records import ValueAndTimestamp
 from stores.serdes import serde_for
-from stores.versioned.store import VersionedRecord
 
 MINUTE = 60_000
 START = 1_700_000_100_000 // (5 * MINUTE) * (5 * MINUTE)

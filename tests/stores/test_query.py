@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from stores.errors import InvalidOptionError
 from stores.key_value.store import KeyValueStore
+from stores.protocols import VersionedRecord
 from stores.query import (
     FailureReason,
     KeyQuery,
@@ -48,7 +49,7 @@ from stores.records import (
     Window,
     Windowed,
 )
-from stores.versioned.store import VersionedKeyValueStore, VersionedRecord
+from stores.versioned.store import VersionedKeyValueStore
 
 HEADERS = (("h", b"1"), ("h", None))
 

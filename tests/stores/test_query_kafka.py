@@ -22,6 +22,7 @@ from stores.adapters import SessionToHeadersStoreAdapter
 from stores.errors import InvalidOptionError, QueryError
 from stores.iterators import KeyValueIterator
 from stores.key_value.store import KeyValueStore
+from stores.protocols import VersionedRecord
 from stores.query import (
     FailureReason,
     KeyQuery,
@@ -42,7 +43,7 @@ from stores.query import (
 from stores.records import KeyValue, ValueAndHeaders, ValueAndTimestamp, Window, Windowed
 from stores.session.store import SessionStore
 from stores.timestamped.store import TimestampedKeyValueStore
-from stores.versioned.store import VersionedKeyValueStore, VersionedRecord
+from stores.versioned.store import VersionedKeyValueStore
 from stores.window.store import TimestampedWindowStore, WindowStore
 
 TOPIC = "input-topic"

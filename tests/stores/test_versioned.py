@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from stores.bytes.protocol import DEFAULT_CF
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import InvalidOptionError, StoreClosedError
+from stores.protocols import VersionedRecord
 from stores.versioned.format import (
     LATEST_PREFIX,
     METADATA_CF,
@@ -26,12 +27,8 @@ from stores.versioned.format import (
     segment_id,
     segment_prefix,
 )
-from stores.versioned.store import (
-    NOT_PUT,
-    VersionedKeyValueStore,
-    VersionedRecord,
-    default_segment_interval_ms,
-)
+from stores.versioned.put import NOT_PUT
+from stores.versioned.store import VersionedKeyValueStore, default_segment_interval_ms
 
 RETENTION = 300_000
 GRACE = RETENTION  # history retention doubles as grace period

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError
+from stores.protocols import VersionedRecord
 from stores.transactional import MemoryChangelog, TransactionalStore
 from stores.versioned.format import (
     LATEST_PREFIX,
@@ -34,7 +35,7 @@ from stores.versioned.format import (
     segment_id,
     segment_prefix,
 )
-from stores.versioned.store import VersionedKeyValueStore, VersionedRecord
+from stores.versioned.store import VersionedKeyValueStore
 
 KEYS = (b"a", b"b", b"c")
 _COUNTER = itertools.count()

@@ -28,8 +28,10 @@ from hypothesis.stateful import (
 )
 
 from stores.bytes.rocksdb import RocksDBBytesStore
+from stores.protocols import VersionedRecord
 from stores.versioned.format import segment_id
-from stores.versioned.store import NOT_PUT, VersionedKeyValueStore, VersionedRecord
+from stores.versioned.put import NOT_PUT
+from stores.versioned.store import VersionedKeyValueStore
 
 KEYS = (b"a", b"b")
 VALUES = st.sampled_from([None, b"", b"x", b"yy"])
