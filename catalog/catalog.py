@@ -29,6 +29,7 @@ from catalog.log.spec import StoreSpec
 from catalog.operations import change_feed, compaction, maintenance
 from catalog.operations.maintenance import VacuumReport
 from catalog.operations.query import StateQueryRequest, StateQueryResult, query
+from catalog.partitioner import DEFAULT_PARTITIONER, check_partitioner
 from catalog.scans import TIMESTAMP
 from catalog.table import Table
 from stores.errors import (
@@ -163,12 +164,20 @@ class Catalog:
         key_type: TypeJson,
         value_type: TypeJson,
         num_partitions: int = 1,
+        *,
+        partitioner: str = DEFAULT_PARTITIONER,
         **params: Any,
     ) -> StoreSpec:
         """Validate and build a spec without creating anything.
 
+        Args:
+            partitioner: how a key's partition is computed (``catalog.partitioner``):
+                ``crc32`` (the default) or ``kafka`` (Kafka's default partitioner: partition
+                ``p`` holds the keys of Kafka Streams task ``x_p``); a store keeps it.
+
         Raises:
-            InvalidOptionError: a bad name, kind, type, partition count or parameter.
+            InvalidOptionError: a bad name, kind, type, partition count, partitioner or
+                parameter.
         """
         check_store_name(name)
         store_kind = kind_of(kind)
@@ -181,6 +190,7 @@ class Catalog:
             value_type=value_type,
             num_partitions=num_partitions,
             params=store_kind.make_params(params),
+            partitioner=check_partitioner(partitioner),
         )
         spec.check_partitions()
         return spec
@@ -203,10 +213,14 @@ class Catalog:
         key_type: TypeJson,
         value_type: TypeJson,
         num_partitions: int = 1,
+        *,
+        partitioner: str = DEFAULT_PARTITIONER,
         **params: Any,
     ) -> StoreTable:
         """Create a store (see ``new_spec`` for the arguments)."""
-        spec = self.new_spec(name, kind, key_type, value_type, num_partitions, **params)
+        spec = self.new_spec(
+            name, kind, key_type, value_type, num_partitions, partitioner=partitioner, **params
+        )
         return self.create(spec)
 
     def query(self, request: StateQueryRequest) -> StateQueryResult:
@@ -264,6 +278,8 @@ class Catalog:
                 else:
                     text = str(value)
                 shown.append(f"{OPTION_NAMES.get(param, param)}={text}")
+            if spec.partitioner != DEFAULT_PARTITIONER:
+                shown.append(f"partitioner={spec.partitioner}")
             rows.append(
                 {
                     "name": name,

@@ -1,4 +1,8 @@
-"""CRC-32 (zlib's, IEEE) of every value of an Arrow binary column at once, with numpy.
+"""CRC-32 (zlib's, IEEE) and Kafka's murmur2 of every value of an Arrow binary column at once,
+with numpy (``crc32_array``, ``murmur2_array``).
+
+CRC-32
+------
 
 zlib's ``crc32`` is fast per call, but a Python loop over a million keys spends most of its time
 making ``bytes`` objects and calling. Here the rows are computed side by side, two bytes per
@@ -17,6 +21,21 @@ numpy step, from what CRC-32 is: a linear map over GF(2).
 | longer than 64 bytes    | zlib, one call per row (small next to the row's own cost)    |
 
 A pair table is 65,536 ``uint32`` (256 KiB), made when first needed; at most 32 of them.
+
+murmur2
+-------
+Kafka's ``Utils.murmur2`` (the producer's and Kafka Streams' default partitioner hashes the
+serialized key with it) mixes a row's 4-byte little-endian blocks into its hash one after
+another, so the rows are computed side by side, one block index per numpy step, in ``uint32``
+(whose wrap-around is Java's ``int`` overflow; ``>>`` on ``uint32`` is Java's ``>>>``):
+
+- rows ordered by block count, longest first, so the rows that have a block ``j`` are a prefix;
+- block ``j`` of each of them is read where it lies, from a view of the data buffer as a
+  ``uint32`` at every byte offset (no copy, no per-length grouping);
+- then the 0 to 3 tail bytes and the final mix, over all rows at once.
+
+The numpy steps are as many as the longest row has blocks (e.g. 3 for 12-byte keys): a single
+1 MiB key among short ones costs 262,144 small steps.
 """
 
 from __future__ import annotations
@@ -131,3 +150,81 @@ def crc32_array(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         else:
             out[group] = _crc_of_rows(data[starts[group][:, None] + np.arange(length)])
     return out
+
+
+_SEED = 0x9747B28C  # Kafka's seed and mixing constant (Utils.murmur2)
+_M = np.uint32(0x5BD1E995)
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2`` of one byte string, as Java's signed ``int``: the reference
+    ``murmur2_array`` is checked against, statement for statement Kafka's."""
+    mask = 0xFFFFFFFF
+    m = 0x5BD1E995
+    length = len(data)
+    h = (_SEED ^ length) & mask
+    for i in range(length // 4):
+        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> 24
+        k = (k * m) & mask
+        h = ((h * m) & mask) ^ k
+    tail = length & ~3
+    if length % 4 == 3:
+        h ^= data[tail + 2] << 16
+    if length % 4 >= 2:
+        h ^= data[tail + 1] << 8
+    if length % 4 >= 1:
+        h ^= data[tail]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def murmur2_array(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Kafka's ``Utils.murmur2`` of every value, as ``int32`` (Java's ``int``; a null counts
+    as empty bytes).
+
+    Raises:
+        TypeError: ``values`` is not binary or string.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
+    offsets, data = _buffers(values)
+    lengths = np.diff(offsets)
+    if values.null_count:
+        lengths[values.is_null().to_numpy(zero_copy_only=False)] = 0
+    starts = offsets[:-1]
+    h = lengths.astype(np.uint32) ^ np.uint32(_SEED)
+    blocks = lengths // 4
+    most = int(blocks.max()) if len(blocks) else 0
+    if most:
+        # Longest rows first: the rows with a block ``j`` are the first ``having[j]``.
+        order = np.argsort(-blocks, kind="stable")
+        having = np.searchsorted(-blocks[order], -np.arange(most), side="left")
+        at = starts[order]
+        ordered = h[order]
+        # The data as a little-endian uint32 at every byte offset (unaligned, no copy).
+        words = np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
+        for j in range(most):
+            n = int(having[j])
+            k = words[at[:n] + 4 * j].astype(np.uint32, copy=False)
+            k *= _M
+            k ^= k >> 24
+            k *= _M
+            ordered[:n] *= _M
+            ordered[:n] ^= k
+        h[order] = ordered
+    tail = starts + (lengths & ~3)
+    rest = lengths % 4
+    for byte, shift in ((2, 16), (1, 8), (0, 0)):
+        rows = np.flatnonzero(rest > byte)
+        h[rows] ^= data[tail[rows] + byte].astype(np.uint32) << shift
+    rows = np.flatnonzero(rest > 0)
+    h[rows] *= _M
+    h ^= h >> 13
+    h *= _M
+    h ^= h >> 15
+    return h.view(np.int32)

@@ -93,7 +93,7 @@ class Stager:
         if spec.num_partitions == 1:
             self._pieces[0].append(rows)
             return
-        parts = partitions_of(key_bytes, spec.num_partitions)
+        parts = partitions_of(key_bytes, spec.num_partitions, spec.partitioner)
         # A stable sort keeps each partition's rows in their input order (a radix sort of
         # bytes where the partitions fit one).
         narrow = parts.astype(np.uint8) if spec.num_partitions <= 256 else parts

@@ -14,8 +14,9 @@ join: every event is kept, in its order within its Spark partition).
 
 How: the store's newest commit is pinned on the driver when the join is planned. Each Spark
 task (``mapInArrow``) gathers up to ``AsOfLookup.chunk_rows`` events, serializes their keys as
-the store does, groups them by store partition (the crc32 partitioner; Spark SQL computes it
-where it can), opens each partition's local cache read-only at the pinned commit
+the store does, groups them by store partition (the store's partitioner: Spark SQL computes
+crc32's where it can; Kafka's murmur2, which Spark SQL cannot compute over bytes, is computed by
+the task over the serialized keys in bulk, ``catalog.partitioner.partitions_of``), opens each partition's local cache read-only at the pinned commit
 (``PartitionCache.open_at``, built or caught up from the durable files if needed) and answers
 the partition's events in one call (``VersionedKeyValueStore.as_of_columns``): key-ordered
 lookups that read each key's rows once however many events the key has. Spark objects hold
@@ -157,9 +158,13 @@ def asof_join(
     partition_column = None
     try:
         quoted = "`" + key.replace("`", "``") + "`"
-        expression = spark_sql_expression(spec.key_type, spec.num_partitions, quoted)
+        expression = spark_sql_expression(
+            spec.key_type, spec.num_partitions, quoted, spec.partitioner
+        )
     except InvalidOptionError:
-        expression = None  # keys Spark SQL cannot serialize: the tasks compute it
+        # Keys Spark SQL cannot serialize, or a partitioner it cannot compute (Kafka's
+        # murmur2): the tasks compute it, over the keys they serialize anyway.
+        expression = None
     if expression is not None:
         from pyspark.sql import functions as F
 
@@ -224,7 +229,7 @@ class AsOfLookup:
         keys = key_bytes.take(pa.array(rows))
         stamps = pa.array(as_of[rows])
         if self.partition_column is None:
-            owners = partitions_of(keys, spec.num_partitions)
+            owners = partitions_of(keys, spec.num_partitions, spec.partitioner)
         else:
             computed = pa.chunked_array([b.column(self.partition_column) for b in batches])
             owners = computed.to_numpy()[rows]

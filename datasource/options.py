@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from catalog.kinds import ReadParam, Scan, all_params, all_read_params, check_reads, read_scan
 from catalog.log.paths import check_store_name
+from catalog.partitioner import check_partitioner
 from stores.errors import InvalidOptionError
 from stores.time import parse_duration_ms, parse_instant_ms
 
@@ -26,7 +27,7 @@ from stores.time import parse_duration_ms, parse_instant_ms
 PARAM_OF_OPTION = {p.option: p.key for p in all_params()}
 _PARAM_TYPE = {p.option: p.type for p in all_params()}
 #: Options that shape a store when a write creates it.
-CREATION_OPTIONS = ("kind", "numPartitions", *PARAM_OF_OPTION)
+CREATION_OPTIONS = ("kind", "numPartitions", "partitioner", *PARAM_OF_OPTION)
 #: The kinds' read options (each kind declares its own), by option name.
 READ_PARAMS: dict[str, ReadParam] = {p.option: p for p in all_read_params()}
 #: Options that pick the commit a read sees (any kind's store).
@@ -78,6 +79,8 @@ class StoreOptions:
     root: str | None = None
     kind: str | None = None
     num_partitions: int | None = None
+    #: ``crc32`` or ``kafka`` (``catalog.partitioner``), lower-cased.
+    partitioner: str | None = None
     #: The kind parameters given, keyed as ``StoreSpec.params`` (parsed as each declares).
     params: Mapping[str, int | bool] = field(default_factory=dict)
     #: The kinds' read options given, by option name (parsed as each declares: instants in
@@ -145,6 +148,7 @@ class StoreOptions:
             root=given.get("root") or None,
             kind=given["kind"].strip().lower() if "kind" in given else None,
             num_partitions=_positive_int(given, "numPartitions"),
+            partitioner=_partitioner(given),
             params=_params(given),
             reads=_reads(given),
             version_as_of=_version(given),
@@ -174,6 +178,8 @@ class StoreOptions:
             return self.kind
         if option == "numPartitions":
             return self.num_partitions
+        if option == "partitioner":
+            return self.partitioner
         return self.params.get(PARAM_OF_OPTION[option])
 
     def scan(self) -> Scan:
@@ -209,6 +215,10 @@ def _params(given: dict[str, str]) -> dict[str, int | bool]:
         if value is not None:
             out[key] = value
     return out
+
+
+def _partitioner(given: dict[str, str]) -> str | None:
+    return check_partitioner(given["partitioner"]) if "partitioner" in given else None
 
 
 def _txn_app_id(given: dict[str, str], streaming: bool) -> str | None:

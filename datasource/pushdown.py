@@ -7,7 +7,7 @@
 | comparisons, ``EqualTo``, ``In``, ``IsNull``, ``IsNotNull`` | time columns   | rows                     |
 
 Equality on the key prunes the read to the partitions that can hold the keys (the store's
-crc32 partitioner over the serialized key: ``catalog.partitioner``); every taken filter is then
+partitioner, crc32 or Kafka's murmur2, over the serialized key: ``catalog.partitioner``); every taken filter is then
 applied to each batch with Arrow compute, exactly as SQL would (a comparison with null selects
 nothing), so Spark does not evaluate it again and ``EXPLAIN`` lists it under ``PushedFilters``.
 Filters on values, on nested fields and ``Not``/string filters stay with Spark.
@@ -49,7 +49,7 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
 )
 
-from catalog.partitioner import partitions_of
+from catalog.partitioner import DEFAULT_PARTITIONER, partitions_of
 from stores.serdes import serde_for
 from stores.types import TypeJson
 
@@ -108,13 +108,16 @@ class Pushdown:
     predicates: tuple[Predicate, ...] = ()
     keys: tuple[Any, ...] | None = None  # None: any key
 
-    def partitions(self, key_type: TypeJson, num_partitions: int) -> list[int]:
-        """The store partitions that can hold a selected row, ascending."""
+    def partitions(
+        self, key_type: TypeJson, num_partitions: int, partitioner: str = DEFAULT_PARTITIONER
+    ) -> list[int]:
+        """The store partitions that can hold a selected row, ascending (``partitioner``:
+        the store's, ``StoreSpec.partitioner``)."""
         if self.keys is None:
             return list(range(num_partitions))
         typed = pa.array(self.keys, _arrow_type(key_type))
         serialized = serde_for(key_type, column="key").encode(typed)
-        return sorted(set(partitions_of(serialized, num_partitions).tolist()))
+        return sorted(set(partitions_of(serialized, num_partitions, partitioner).tolist()))
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The rows of ``batch`` every predicate selects."""

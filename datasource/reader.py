@@ -59,7 +59,8 @@ class StateStoreReader(DataSourceReader):
         return cls(table.catalog.root, table.spec, version, scan)
 
     def partitions(self) -> Sequence[InputPartition]:
-        owners = self.pushdown.partitions(self.spec.key_type, self.spec.num_partitions)
+        spec = self.spec
+        owners = self.pushdown.partitions(spec.key_type, spec.num_partitions, spec.partitioner)
         return [StorePartition(p) for p in owners]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -148,6 +149,8 @@ def check_creation_options(options: StoreOptions, table: StoreTable) -> None:
             existing: object = spec.kind
         elif name == "numPartitions":
             existing = spec.num_partitions
+        elif name == "partitioner":
+            existing = spec.partitioner
         elif PARAM_OF_OPTION[name] in spec.params:
             existing = spec.params[PARAM_OF_OPTION[name]]
         elif given is False:

@@ -32,8 +32,8 @@ class DefaultSource(DataSource):
 
     Options (case-insensitive): ``store`` (or the name given to ``load``/``save``), ``root``
     (warehouse URL, else ``$STATE_STORE_ROOT``, else ``./state-warehouse``), the read options
-    of the store's kind, and, when a write creates the store, ``kind``, ``numPartitions`` and
-    the kind's parameters: each kind declares its own (``catalog.kinds``; the full list is
+    of the store's kind, and, when a write creates the store, ``kind``, ``numPartitions``,
+    ``partitioner`` and the kind's parameters: each kind declares its own (``catalog.kinds``; the full list is
     ``datasource.options.OPTIONS``).
     """
 

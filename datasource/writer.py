@@ -22,6 +22,7 @@ from catalog.catalog import Catalog, StoreTable
 from catalog.kinds import DEFAULT_KIND, HEADERS, HEADERS_PARAM, kind_of, write_time_columns
 from catalog.log.records import ChangelogFile, Txn
 from catalog.log.spec import StoreSpec
+from catalog.partitioner import DEFAULT_PARTITIONER
 from catalog.staging import Stager
 from datasource.errors import surface_errors
 from datasource.intervals import IntervalColumns, check_across_tasks, interval_records
@@ -60,8 +61,9 @@ def _replacement_spec(
     catalog: Catalog, current: StoreSpec, options: StoreOptions, columns: dict[str, DataType]
 ) -> StoreSpec:
     """The spec an ``overwriteSchema`` write gives an existing store: the DataFrame's key and
-    value types; the kind, ``numPartitions`` and kind parameters given, else the store's
-    (parameters only while the kind stays); the store's name, id and creation time.
+    value types; the kind, ``numPartitions``, ``partitioner`` and kind parameters given, else
+    the store's (parameters only while the kind stays); the store's name, id and creation
+    time.
 
     Raises:
         InvalidOptionError: a kind, type or parameter that a new store would be refused.
@@ -78,6 +80,7 @@ def _replacement_spec(
         all_nullable(columns["key"].jsonValue()),
         all_nullable(columns["value"].jsonValue()),
         options.num_partitions or current.num_partitions,
+        partitioner=options.partitioner or current.partitioner,
         **params,
     )
     return replace(spec, store_id=current.store_id, created_ms=current.created_ms)
@@ -189,6 +192,7 @@ class StateStoreWriter(DataSourceArrowWriter):
                 all_nullable(columns["key"].jsonValue()),
                 all_nullable(columns["value"].jsonValue()),
                 options.num_partitions or 1,
+                partitioner=options.partitioner or DEFAULT_PARTITIONER,
                 **{k: v for k, v in options.creation_params().items() if v is not None},
             )
         table = StoreTable(catalog, spec)

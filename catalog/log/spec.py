@@ -11,7 +11,15 @@ from catalog.log.paths import check_store_id, check_store_name
 from stores.errors import CorruptDataError, InvalidOptionError
 from stores.types import TypeJson, describe
 
-FORMAT_VERSION = 2
+#: The newest spec format this library reads.
+FORMAT_VERSION = 3
+#: The format of a spec whose store partitions by crc32 (every store before option
+#: ``partitioner``): written so, such a spec stays readable by the libraries that read up to 2.
+#: A store with another partitioner is format 3: an older library refuses it ("upgrade")
+#: rather than put its keys into crc32's partitions.
+CRC32_FORMAT_VERSION = 2
+#: The partitioner of a spec that names none (``catalog.partitioner.DEFAULT_PARTITIONER``).
+DEFAULT_PARTITIONER = "crc32"
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,8 @@ class StoreSpec:
         value_type: Spark JSON type of the value column.
         num_partitions: how many partitions the key space is split into.
         params: the kind's own parameters (e.g. ``history_retention_ms``), all in ms.
+        partitioner: how a key's partition is computed (``catalog.partitioner``: ``crc32``
+            or ``kafka``), chosen when the store is created; a spec without one is ``crc32``.
         store_id: unique per created store, so a dropped and re-created store of the same
             name never reuses an old local cache.
         format_version: version of the on-disk protocol.
@@ -38,12 +48,21 @@ class StoreSpec:
     num_partitions: int
     params: dict[str, Any] = field(default_factory=dict)
     store_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    format_version: int = FORMAT_VERSION
+    format_version: int = CRC32_FORMAT_VERSION
     created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    partitioner: str = DEFAULT_PARTITIONER
+
+    def __post_init__(self) -> None:
+        if self.partitioner != DEFAULT_PARTITIONER and self.format_version < FORMAT_VERSION:
+            object.__setattr__(self, "format_version", FORMAT_VERSION)
 
     def to_dict(self) -> dict[str, Any]:
-        """The spec as JSON-able data (commit record 1 holds it)."""
-        return asdict(self)
+        """The spec as JSON-able data (commit record 1 holds it); the default partitioner is
+        left out, as the specs of the libraries before it have it."""
+        raw = asdict(self)
+        if self.partitioner == DEFAULT_PARTITIONER:
+            del raw["partitioner"]
+        return raw
 
     @classmethod
     def from_dict(cls, raw: Any, where: str, name: str) -> StoreSpec:
@@ -71,8 +90,13 @@ class StoreSpec:
                 code="UNSAFE_PATH",
             )
         check_store_id(spec.store_id, where)
-        if not isinstance(spec.params, dict) or not isinstance(spec.kind, str):
-            raise CorruptDataError(f"store spec at {where} has malformed kind or parameters")
+        if not all(
+            isinstance(v, t)
+            for v, t in ((spec.params, dict), (spec.kind, str), (spec.partitioner, str))
+        ):
+            raise CorruptDataError(
+                f"store spec at {where} has malformed kind, parameters or partitioner"
+            )
         try:
             spec.check_partitions()
         except InvalidOptionError as exc:
@@ -87,6 +111,7 @@ class StoreSpec:
             "key_type": describe(self.key_type),
             "value_type": describe(self.value_type),
             "num_partitions": self.num_partitions,
+            "partitioner": self.partitioner,
             **self.params,
             "store_id": self.store_id,
             "format_version": self.format_version,
@@ -101,4 +126,10 @@ class StoreSpec:
             )
 
 
-__all__ = ["FORMAT_VERSION", "StoreSpec", "check_store_name"]
+__all__ = [
+    "CRC32_FORMAT_VERSION",
+    "DEFAULT_PARTITIONER",
+    "FORMAT_VERSION",
+    "StoreSpec",
+    "check_store_name",
+]

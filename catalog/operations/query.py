@@ -267,7 +267,10 @@ def query(catalog: Warehouse, request: StateQueryRequest) -> StateQueryResult:
     if not present:
         return result
     routing = raw_query.routing_key()
-    owner = None if routing is None else partition_of(routing, spec.num_partitions)
+    owner = (
+        None if routing is None
+        else partition_of(routing, spec.num_partitions, spec.partitioner)
+    )
     if owner is None:
         to_open = present
     else:

@@ -80,7 +80,7 @@ def test_kinds_that_disagree_on_a_parameter_or_a_name_are_refused() -> None:
 def test_the_connector_s_creation_options_are_the_kinds_parameters() -> None:
     declared = {p.option: p.key for kind in KINDS.values() for p in kind.params}
     assert PARAM_OF_OPTION == declared
-    assert CREATION_OPTIONS == ("kind", "numPartitions", *declared)
+    assert CREATION_OPTIONS == ("kind", "numPartitions", "partitioner", *declared)
 
 
 def test_the_connector_s_read_options_are_the_kinds_read_options() -> None:

@@ -30,6 +30,13 @@ def test_options_are_case_insensitive_and_parsed() -> None:
     )
 
 
+def test_partitioner_is_a_creation_option() -> None:
+    assert StoreOptions.parse({"store": "s"}).partitioner is None
+    options = StoreOptions.parse({"store": "s", "PARTITIONER": "Kafka"})
+    assert options.partitioner == "kafka" and options.creation_value("partitioner") == "kafka"
+    assert StoreOptions.parse({"store": "s", "partitioner": "crc32"}).partitioner == "crc32"
+
+
 def test_path_names_the_store() -> None:
     assert StoreOptions.parse({"path": "rates"}).store == "rates"
     assert StoreOptions.parse({"path": "rates", "store": "rates"}).store == "rates"
@@ -51,6 +58,8 @@ def test_misspelt_option_names_the_closest_valid_one() -> None:
         ({"store": "s", "numPartitions": "two"}, "option 'numPartitions'"),
         ({"store": "s", "historyRetention": "soon"}, "option 'historyRetention'"),
         ({"store": "s", "asOfTimestamp": "noon"}, "option 'asOfTimestamp'"),
+        ({"store": "s", "partitioner": "murmur"},
+         r"option 'partitioner' is 'murmur'.*Accepted: 'crc32' .* or 'kafka'"),
     ],
 )
 def test_bad_values_name_the_option(options: dict[str, str], pattern: str) -> None:

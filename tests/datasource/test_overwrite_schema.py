@@ -167,3 +167,34 @@ def test_the_same_schema_with_overwrite_schema_is_a_plain_overwrite(warehouse: s
     write(warehouse, OLD, old_rows(), overwrite=True, overwriteSchema="true")
     record = json.loads(Path(warehouse, "s", "commits", f"{2:020d}.json").read_bytes())
     assert record["spec"] is None and "spec_commit" not in record
+
+
+def test_the_partitioner_of_a_store_is_kept_and_not_changed_by_a_write(warehouse: str) -> None:
+    write(warehouse, OLD, old_rows(), overwrite=False, numPartitions="3", partitioner="kafka")
+    assert Catalog(warehouse).load("s").spec.partitioner == "kafka"
+    # A write (or read) that gives the store's own value is fine; another is refused, naming
+    # the option, the store's value and what to do.
+    write(warehouse, OLD, old_rows(), overwrite=False, partitioner="KAFKA")
+    assert rows_of(warehouse, partitioner="kafka") == [
+        {"key": "a", "value": 1.0}, {"key": "b", "value": 2.0}
+    ]
+    for planned in (
+        lambda: StateStoreWriter.plan(options(warehouse, partitioner="crc32"), OLD, overwrite=False),
+        lambda: StateStoreWriter.plan(options(warehouse, partitioner="crc32"), OLD, overwrite=True),
+        lambda: StateStoreReader.plan(options(warehouse, partitioner="crc32")),
+    ):
+        with pytest.raises(InvalidOptionError, match=(
+            r"option 'partitioner' is 'crc32' but store 's' exists with partitioner = 'kafka'; "
+            r"creation options only shape a new store"
+        )):  # fmt: skip
+            planned()
+    # Replacing the store's schema and contents may choose another partitioner, as it may
+    # another partition count; a read pinned before it reads with the spec of then.
+    write(warehouse, OLD, old_rows(), overwrite=True, overwriteSchema="true", partitioner="crc32")
+    described = Catalog(warehouse).describe("s")
+    assert (described["partitioner"], described["num_partitions"]) == ("crc32", 3)
+    assert [r["key"] for r in rows_of(warehouse)] == ["a", "b"]
+    assert StateStoreReader.plan(options(warehouse, versionAsOf="2")).spec.partitioner == "kafka"
+    # Not given: an overwriteSchema keeps the store's partitioner.
+    write(warehouse, NEW, new_rows(), overwrite=True, overwriteSchema="true", **NEW_KIND)
+    assert Catalog(warehouse).load("s").spec.partitioner == "crc32"

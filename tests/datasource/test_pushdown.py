@@ -58,6 +58,22 @@ def rates(warehouse: str) -> str:
     return warehouse
 
 
+@pytest.fixture
+def kafka_rates(warehouse: str) -> str:
+    """The store of ``rates``, created with Kafka's partitioner (option ``partitioner``)."""
+    options = StoreOptions.parse({"store": "rates", "root": warehouse, "kind": "versioned",
+                                  "historyRetention": "1 day", "numPartitions": "4",
+                                  "partitioner": "kafka"})  # fmt: skip
+    writer = StateStoreWriter.plan(options, SCHEMA, overwrite=False)
+    rows = [(k, float(i), i * 10) for i, k in enumerate(KEYS)]
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([r[0] for r in rows]), pa.array([r[1] for r in rows]), pa.array([r[2] for r in rows])],
+        names=["key", "value", "timestamp"],
+    )
+    writer.commit([writer.write(iter([batch]))])
+    return warehouse
+
+
 def _plan(root: str, filters: list) -> tuple[PushdownStateStoreReader, list]:  # type: ignore[type-arg]
     reader = PushdownStateStoreReader.plan(StoreOptions.parse({"store": "rates", "root": root}))
     left = list(reader.pushFilters(filters))
@@ -148,3 +164,17 @@ def test_a_catalog_read_and_a_pushed_read_agree(rates: str) -> None:
     everything = sorted(tuple(r.values()) for r in table.to_arrow().to_pylist())
     reader, _ = _plan(rates, [In(("key",), tuple(KEYS))])
     assert _rows(reader) == everything
+
+
+def test_key_equality_prunes_to_kafkas_partition_in_a_kafka_store(kafka_rates: str) -> None:
+    assert Catalog(kafka_rates).load("rates").spec.partitioner == "kafka"
+    for i, key in enumerate(KEYS):
+        reader, left = _plan(kafka_rates, [EqualTo(("key",), key)])
+        assert left == []
+        # BuiltInPartitioner.partitionForKey of the key's UTF-8 bytes.
+        assert [p.value for p in reader.partitions()] == [partition_of(key.encode(), 4, "kafka")]
+        assert _rows(reader) == [(key, float(i), _ms(i * 10), None)]
+    owners = {partition_of(k.encode(), 4, "kafka") for k in KEYS[:3]}
+    reader, _ = _plan(kafka_rates, [In(("key",), tuple(KEYS[:3]))])
+    assert {p.value for p in reader.partitions()} == owners
+    assert [r[0] for r in _rows(reader)] == KEYS[:3]

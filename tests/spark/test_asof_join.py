@@ -94,6 +94,32 @@ def test_each_event_gets_what_get_as_of_answers(spark: Any, rates: str) -> None:
     assert expected[6] == (3.0, 3_000, None) and expected[13] == (None, None, None)
 
 
+def test_a_store_with_kafkas_partitioner_joins_the_same(spark: Any, rates: str) -> None:
+    # Spark SQL has no murmur2 over bytes: the tasks compute Kafka's partition of each key
+    # (catalog.partitioner.partitions_of) where a crc32 store gets it from Spark SQL.
+    from catalog.partitioner import partition_of
+
+    df = spark.createDataFrame(VERSIONS, "key string, value double, timestamp bigint")
+    (
+        df.write.format("state_store").option("root", rates).option("store", "rates_kafka")
+        .option("kind", "versioned").option("historyRetention", "7000")
+        .option("segmentInterval", "1000").option("numPartitions", "3")
+        .option("partitioner", "kafka").mode("append").save()
+    )  # fmt: skip
+    assert Catalog(rates).load("rates_kafka").spec.partitioner == "kafka"
+    keys = {k.encode() for k, _, _ in VERSIONS}
+    # The placements differ, so a join that looked in crc32's partition would miss keys.
+    assert any(partition_of(k, 3, "kafka") != partition_of(k, 3) for k in keys)
+    events = spark.createDataFrame(
+        [(i, key, t) for i, (key, t) in enumerate(EVENTS)], "id int, currency string, t bigint"
+    ).repartition(3)
+    joined = asof_join(events, "rates_kafka", key="currency", timestamp="t", root=rates)
+    ordered = joined.orderBy("id")
+    assert ordered.columns == ["id", "currency", "t", "value", "valid_from", "valid_to"]
+    got = dict(zip([r.id for r in ordered.select("id").collect()], answers(ordered)))
+    assert got == {i: python_get(rates, key, t) for i, (key, t) in enumerate(EVENTS)}
+
+
 def test_timestamp_columns_join_by_their_instant(spark: Any, rates: str) -> None:
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")
     try:
