@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from stores.errors import InvalidOptionError
 from stores.key_value import changelog as key_value
@@ -119,6 +119,7 @@ def snake_case(kafka_method: str) -> str:
 
 
 Sink = Callable[[ChangelogRecord], None]
+T = TypeVar("T", bound="ChangeLoggingStore")
 
 
 class ChangeLoggingStore:
@@ -254,7 +255,7 @@ class ChangeLoggingStore:
         """Close the store underneath."""
         self._store.close()
 
-    def __enter__(self) -> ChangeLoggingStore:
+    def __enter__(self: T) -> T:
         return self
 
     def __exit__(self, *exc: object) -> None:

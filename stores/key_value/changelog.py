@@ -32,8 +32,9 @@ class KeyValueChangeLogging:
         self.context = context
 
     def _log(self, key: bytes, value: bytes | None) -> None:
-        self.context.log(bytes(key), None if value is None else bytes(value),
-                         self.context.record_timestamp, ())  # fmt: skip
+        self.context.log(
+            bytes(key), None if value is None else bytes(value), self.context.record_timestamp, ()
+        )
 
     def put(self, key: bytes, value: bytes | None) -> None:
         self.store.put(key, value)

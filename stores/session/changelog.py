@@ -57,7 +57,9 @@ class SessionChangeLogging:
             self._log_null(encode_session_key(key, start, end))
         else:
             headers = value.headers if self.headers else ()
-            ctx.log(encode_session_key(key, start, end), bytes(inner), ctx.record_timestamp, headers)
+            ctx.log(
+                encode_session_key(key, start, end), bytes(inner), ctx.record_timestamp, headers
+            )
 
     def remove(self, *args: Any, **kwargs: Any) -> None:
         self.store.remove(*args, **kwargs)

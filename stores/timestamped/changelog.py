@@ -58,8 +58,9 @@ class TimestampedChangeLogging:
     def _log(self, key: bytes, value: Any) -> None:
         inner = None if value is None else value.value
         if inner is None:
-            self.context.log(bytes(key), None, self.context.record_timestamp,
-                             self._tombstone_headers())  # fmt: skip
+            self.context.log(
+                bytes(key), None, self.context.record_timestamp, self._tombstone_headers()
+            )
         else:
             headers = value.headers if self.headers else ()
             self.context.log(bytes(key), bytes(inner), value.timestamp, headers)
@@ -83,8 +84,7 @@ class TimestampedChangeLogging:
     def delete(self, key: bytes) -> Any:
         old = self.store.delete(key)
         # Neither class overrides delete's time: the context's, not the old value's.
-        self.context.log(bytes(key), None, self.context.record_timestamp,
-                         self._tombstone_headers())  # fmt: skip
+        self.context.log(bytes(key), None, self.context.record_timestamp, self._tombstone_headers())
         return old
 
 

@@ -61,7 +61,10 @@ from stores.window.store import (
 )
 
 AnyWindowStore = (
-    WindowStore | TimestampedWindowStore | WindowStoreWithHeaders | TimestampedWindowStoreWithHeaders
+    WindowStore
+    | TimestampedWindowStore
+    | WindowStoreWithHeaders
+    | TimestampedWindowStoreWithHeaders
 )
 
 
@@ -73,8 +76,12 @@ class WindowChangeLogging:
     def __init__(self, store: AnyWindowStore, context: ChangeLogContext) -> None:
         self.store = store
         self.context = context
-        self.timestamped = isinstance(store, (TimestampedWindowStore, TimestampedWindowStoreWithHeaders))
-        self.headers = isinstance(store, (WindowStoreWithHeaders, TimestampedWindowStoreWithHeaders))
+        self.timestamped = isinstance(
+            store, (TimestampedWindowStore, TimestampedWindowStoreWithHeaders)
+        )
+        self.headers = isinstance(
+            store, (WindowStoreWithHeaders, TimestampedWindowStoreWithHeaders)
+        )
         self.seqnum = 0
 
     def put(self, key: bytes, value: Any, window_start: int) -> None:
@@ -88,8 +95,12 @@ class WindowChangeLogging:
         else:
             inner = value
         if inner is None:
-            ctx.log(changelog_key, None, ctx.record_timestamp,
-                    ctx.record_headers if self.headers else ())  # fmt: skip
+            ctx.log(
+                changelog_key,
+                None,
+                ctx.record_timestamp,
+                ctx.record_headers if self.headers else (),
+            )
             return
         timestamp = value.timestamp if self.timestamped else ctx.record_timestamp
         ctx.log(changelog_key, bytes(inner), timestamp, value.headers if self.headers else ())
@@ -99,7 +110,9 @@ def _restored(store: AnyWindowStore, record: ChangelogRecord) -> tuple[Any, Wind
     """The store's value of ``record`` (Kafka's record converter), and the format to encode it."""
     value = record.value
     if isinstance(store, TimestampedWindowStoreWithHeaders):
-        return ValueTimestampHeaders.make(value, record.timestamp, record.headers), TIMESTAMPED_HEADERS
+        return ValueTimestampHeaders.make(
+            value, record.timestamp, record.headers
+        ), TIMESTAMPED_HEADERS
     if isinstance(store, TimestampedWindowStore):
         return ValueAndTimestamp.make(value, record.timestamp), TIMESTAMPED
     if isinstance(store, WindowStoreWithHeaders):

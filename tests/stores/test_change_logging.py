@@ -57,8 +57,9 @@ def skey(key: bytes, start: int, end: int) -> bytes:
 
 
 def window(cls: type, path: Path, dups: bool = False) -> Any:
-    return cls(path, retention_ms=100, window_size_ms=10, retain_duplicates=dups,
-               segment_interval_ms=50)  # fmt: skip
+    return cls(
+        path, retention_ms=100, window_size_ms=10, retain_duplicates=dups, segment_interval_ms=50
+    )
 
 
 # -- expected records, kind by kind ---------------------------------------------------------
@@ -77,9 +78,12 @@ def test_key_value_logs_every_put_and_delete_and_put_if_absent_only_when_absent(
         assert s.call("delete", [b"zz"], 9) is None
         assert s.get(b"b") == b"2"  # reads pass through
         assert s.records == [
-            R(b"a", b"1", 5), R(b"b", b"2", 7), R(b"c", b"3", 8), R(b"a", None, 8),
+            R(b"a", b"1", 5),
+            R(b"b", b"2", 7),
+            R(b"c", b"3", 8),
+            R(b"a", None, 8),
             R(b"zz", None, 9),
-        ]  # fmt: skip
+        ]
 
 
 def test_timestamped_logs_the_plain_value_at_its_own_time(tmp_path: Path) -> None:
@@ -92,8 +96,11 @@ def test_timestamped_logs_the_plain_value_at_its_own_time(tmp_path: Path) -> Non
         s.call("putIfAbsent", [b"b", ValueAndTimestamp(b"w", 4)], 12)
         s.call("delete", [b"b"], 13)
         assert s.records == [
-            R(b"a", b"v", 3), R(b"a", None, 11), R(b"b", b"w", 4), R(b"b", None, 13),
-        ]  # fmt: skip
+            R(b"a", b"v", 3),
+            R(b"a", None, 11),
+            R(b"b", b"w", 4),
+            R(b"b", None, 13),
+        ]
 
 
 def test_timestamped_with_headers_logs_headers_as_record_headers(tmp_path: Path) -> None:
@@ -106,9 +113,11 @@ def test_timestamped_with_headers_logs_headers_as_record_headers(tmp_path: Path)
         s.call("putAll", [[(b"b", ValueTimestampHeaders(b"w", 4))]], 12)
         s.call("delete", [b"b"], 13)
         assert s.records == [
-            R(b"a", b"v", 3, H1), R(b"a", None, 11, CTX), R(b"b", b"w", 4),
+            R(b"a", b"v", 3, H1),
+            R(b"a", None, 11, CTX),
+            R(b"b", b"w", 4),
             R(b"b", None, 13, CTX),
-        ]  # fmt: skip
+        ]
 
 
 def test_versioned_logs_every_put_and_delete_at_their_version_time(tmp_path: Path) -> None:
@@ -122,8 +131,11 @@ def test_versioned_logs_every_put_and_delete_at_their_version_time(tmp_path: Pat
         assert s.call("delete", [b"a", 40], 3) is None
         s.call("delete", [b"a", 105], 4)
         assert s.records == [
-            R(b"a", b"v", 100), R(b"a", b"w", 50), R(b"a", None, 40), R(b"a", None, 105),
-        ]  # fmt: skip
+            R(b"a", b"v", 100),
+            R(b"a", b"w", 50),
+            R(b"a", None, 40),
+            R(b"a", None, 105),
+        ]
 
 
 def test_window_logs_store_keys_at_context_time_even_for_expired_windows(tmp_path: Path) -> None:
@@ -135,8 +147,10 @@ def test_window_logs_store_keys_at_context_time_even_for_expired_windows(tmp_pat
         s.call("put", [b"k", None, 500], 9)
         assert list(s.fetch(b"k", 0, 1000)) == []
         assert s.records == [
-            R(wkey(b"k", 500), b"v", 7), R(wkey(b"k", 0), b"old", 8), R(wkey(b"k", 500), None, 9),
-        ]  # fmt: skip
+            R(wkey(b"k", 500), b"v", 7),
+            R(wkey(b"k", 0), b"old", 8),
+            R(wkey(b"k", 500), None, 9),
+        ]
 
 
 def test_window_with_duplicates_counts_seqnums_in_the_logging_layer(tmp_path: Path) -> None:
@@ -147,8 +161,10 @@ def test_window_with_duplicates_counts_seqnums_in_the_logging_layer(tmp_path: Pa
         for value, rt in ((b"1", 5), (None, 6), (b"2", 7)):
             s.call("put", [b"a", value, 0], rt)
         assert s.records == [
-            R(wkey(b"a", 0, 1), b"1", 5), R(wkey(b"a", 0, 2), None, 6), R(wkey(b"a", 0, 3), b"2", 7),
-        ]  # fmt: skip
+            R(wkey(b"a", 0, 1), b"1", 5),
+            R(wkey(b"a", 0, 2), None, 6),
+            R(wkey(b"a", 0, 3), b"2", 7),
+        ]
         stored = [k[8:] for k, _ in s.wrapped.wrapped.items(s.wrapped.segments.data_cf)]
         assert stored == [wkey(b"a", 0, 1), wkey(b"a", 0, 2)]
         with window(WindowStore, tmp_path / "r", True) as restored:
@@ -194,9 +210,11 @@ def test_session_logs_session_keys_at_context_time(tmp_path: Path) -> None:
         s.call("remove", [Windowed(b"k", Window(1, 5))], 11)
         s.call("remove", [b"x", 0, 0], 12)
         assert s.records == [
-            R(skey(b"k", 1, 5), b"agg", 9), R(skey(b"k", 2, 6), b"agg2", 10),
-            R(skey(b"k", 1, 5), None, 11), R(skey(b"x", 0, 0), None, 12),
-        ]  # fmt: skip
+            R(skey(b"k", 1, 5), b"agg", 9),
+            R(skey(b"k", 2, 6), b"agg2", 10),
+            R(skey(b"k", 1, 5), None, 11),
+            R(skey(b"x", 0, 0), None, 12),
+        ]
 
 
 def test_session_with_headers_logs_aggregate_headers(tmp_path: Path) -> None:
@@ -208,9 +226,10 @@ def test_session_with_headers_logs_aggregate_headers(tmp_path: Path) -> None:
         s.call("put", [b"k", 1, 5, None], 10)
         s.call("remove", [b"k", 1, 5], 11)
         assert s.records == [
-            R(skey(b"k", 1, 5), b"agg", 9, H1), R(skey(b"k", 1, 5), None, 10, CTX),
+            R(skey(b"k", 1, 5), b"agg", 9, H1),
+            R(skey(b"k", 1, 5), None, 10, CTX),
             R(skey(b"k", 1, 5), None, 11, CTX),
-        ]  # fmt: skip
+        ]
 
 
 # -- restore rules ----------------------------------------------------------------------------
@@ -233,8 +252,9 @@ def test_restore_skips_null_keys_and_converts_timestamped_values(tmp_path: Path)
 def test_versioned_restore_drops_records_older_than_the_grace_period(tmp_path: Path) -> None:
     """RocksDBVersionedStore.restoreBatch: skip a record older than observed stream time −
     history retention, the stream time advancing record by record."""
-    with VersionedKeyValueStore(tmp_path / "s", history_retention_ms=10,
-                                segment_interval_ms=5) as store:  # fmt: skip
+    with VersionedKeyValueStore(
+        tmp_path / "s", history_retention_ms=10, segment_interval_ms=5
+    ) as store:
         counts = restore(store, [R(b"a", b"v", 100), R(b"a", b"old", 89), R(b"a", b"ok", 90)])
         assert counts.dropped == 1
         assert [(r.value, r.timestamp) for r in store.versions(b"a")] == [(b"v", 100), (b"ok", 90)]
@@ -249,9 +269,7 @@ def test_window_restore_expires_by_the_largest_time_of_the_batch(tmp_path: Path)
     with window(WindowStore, tmp_path / "one") as one, window(WindowStore, tmp_path / "two") as two:
         assert restore(one, records).dropped == 1
         assert restore(two, records, batch_size=1).dropped == 0
-        assert list(one.all()) == list(two.all()) == [
-            (Windowed(b"k", Window(500, 510)), b"b")
-        ]  # fmt: skip
+        assert list(one.all()) == list(two.all()) == [(Windowed(b"k", Window(500, 510)), b"b")]
         assert one.observed_stream_time == two.observed_stream_time == 500
 
 
@@ -301,8 +319,10 @@ def kv_ops(values: st.SearchStrategy[Any]) -> st.SearchStrategy[list[tuple[str, 
     op = st.one_of(
         st.tuples(st.just("put"), st.tuples(KEYS, _maybe(values)).map(list)),
         st.tuples(st.just("putIfAbsent"), st.tuples(KEYS, _maybe(values)).map(list)),
-        st.tuples(st.just("putAll"), st.lists(st.tuples(KEYS, _maybe(values)), max_size=3)
-                  .map(lambda e: [e])),  # fmt: skip
+        st.tuples(
+            st.just("putAll"),
+            st.lists(st.tuples(KEYS, _maybe(values)), max_size=3).map(lambda e: [e]),
+        ),
         st.tuples(st.just("delete"), KEYS.map(lambda k: [k])),
     )
     return st.lists(op, max_size=12)
@@ -315,23 +335,34 @@ STARTS = st.integers(0, 400)
 
 
 def window_ops(values: st.SearchStrategy[Any]) -> st.SearchStrategy[list[tuple[str, list[Any]]]]:
-    return st.lists(st.tuples(st.just("put"), st.tuples(KEYS, _maybe(values), STARTS).map(list)),
-                    max_size=12)  # fmt: skip
+    return st.lists(
+        st.tuples(st.just("put"), st.tuples(KEYS, _maybe(values), STARTS).map(list)), max_size=12
+    )
 
 
 def session_ops(values: st.SearchStrategy[Any]) -> st.SearchStrategy[list[tuple[str, list[Any]]]]:
     session = st.tuples(KEYS, STARTS, st.integers(0, 30)).map(lambda t: [t[0], t[1], t[1] + t[2]])
-    return st.lists(st.one_of(
-        st.tuples(st.just("put"), st.tuples(session, _maybe(values)).map(lambda t: [*t[0], t[1]])),
-        st.tuples(st.just("remove"), session),
-    ), max_size=12)  # fmt: skip
+    return st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("put"), st.tuples(session, _maybe(values)).map(lambda t: [*t[0], t[1]])
+            ),
+            st.tuples(st.just("remove"), session),
+        ),
+        max_size=12,
+    )
 
 
 def versioned_ops() -> st.SearchStrategy[list[tuple[str, list[Any]]]]:
-    return st.lists(st.one_of(
-        st.tuples(st.just("put"), st.tuples(KEYS, _maybe(BYTES), st.integers(0, 200)).map(list)),
-        st.tuples(st.just("delete"), st.tuples(KEYS, st.integers(0, 200)).map(list)),
-    ), max_size=12)  # fmt: skip
+    return st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("put"), st.tuples(KEYS, _maybe(BYTES), st.integers(0, 200)).map(list)
+            ),
+            st.tuples(st.just("delete"), st.tuples(KEYS, st.integers(0, 200)).map(list)),
+        ),
+        max_size=12,
+    )
 
 
 def _all(store: Any) -> Any:
@@ -349,23 +380,36 @@ def _segmented(cls: type, dups: bool = False) -> Callable[[Path], Any]:
 VARIANTS: dict[str, tuple[Callable[[Path], Any], Any, Callable[[Any], Any]]] = {
     "key_value": (KeyValueStore, kv_ops(BYTES), lambda s: list(s.all())),
     "timestamped": (TimestampedKeyValueStore, kv_ops(VAT), lambda s: list(s.all())),
-    "timestamped_headers": (TimestampedKeyValueStoreWithHeaders, kv_ops(VTH),
-                            lambda s: list(s.all())),
-    "versioned": (lambda p: VersionedKeyValueStore(p, history_retention_ms=30,
-                                                   segment_interval_ms=10),
-                  versioned_ops(), _versions),
+    "timestamped_headers": (
+        TimestampedKeyValueStoreWithHeaders,
+        kv_ops(VTH),
+        lambda s: list(s.all()),
+    ),
+    "versioned": (
+        lambda p: VersionedKeyValueStore(p, history_retention_ms=30, segment_interval_ms=10),
+        versioned_ops(),
+        _versions,
+    ),
     "window": (_segmented(WindowStore), window_ops(BYTES), _all),
     "timestamped_window": (_segmented(TimestampedWindowStore), window_ops(VAT), _all),
     "window_headers": (_segmented(WindowStoreWithHeaders), window_ops(VAH), _all),
-    "timestamped_window_headers": (_segmented(TimestampedWindowStoreWithHeaders), window_ops(VTH),
-                                   _all),
+    "timestamped_window_headers": (
+        _segmented(TimestampedWindowStoreWithHeaders),
+        window_ops(VTH),
+        _all,
+    ),
     "window_duplicates": (_segmented(WindowStore, True), window_ops(BYTES), _all),
-    "session": (lambda p: SessionStore(p, retention_ms=100, segment_interval_ms=50),
-                session_ops(BYTES), _all),
-    "session_headers": (lambda p: SessionStoreWithHeaders(p, retention_ms=100,
-                                                          segment_interval_ms=50),
-                        session_ops(VAH), _all),
-}  # fmt: skip
+    "session": (
+        lambda p: SessionStore(p, retention_ms=100, segment_interval_ms=50),
+        session_ops(BYTES),
+        _all,
+    ),
+    "session_headers": (
+        lambda p: SessionStoreWithHeaders(p, retention_ms=100, segment_interval_ms=50),
+        session_ops(VAH),
+        _all,
+    ),
+}
 
 _runs = itertools.count()
 
@@ -379,9 +423,10 @@ def _null_puts_advance_time(store: Any, records: list[R]) -> Any:
     time = max([store.observed_stream_time, *starts])
     live = store.segments.min_live_segment_id(time)
     items = [
-        (w, v) for w, v in store.all()
+        (w, v)
+        for w, v in store.all()
         if store.segments.segment_id(w.start) >= live and w.start > time - store.retention_ms
-    ]  # fmt: skip
+    ]
     return items, time
 
 
@@ -395,10 +440,15 @@ def test_restoring_the_changelog_gives_the_same_store(variant: str, tmp_path: Pa
     make, ops, contents = VARIANTS[variant]
 
     @settings(max_examples=25, deadline=None)
-    @given(ops=ops, rts=st.lists(RT, min_size=12, max_size=12),
-           batch_size=st.sampled_from([None, 1, 3]), headers=HEADERS)  # fmt: skip
-    def check(ops: list[tuple[str, list[Any]]], rts: list[int], batch_size: int | None,
-              headers: Any) -> None:  # fmt: skip
+    @given(
+        ops=ops,
+        rts=st.lists(RT, min_size=12, max_size=12),
+        batch_size=st.sampled_from([None, 1, 3]),
+        headers=HEADERS,
+    )
+    def check(
+        ops: list[tuple[str, list[Any]]], rts: list[int], batch_size: int | None, headers: Any
+    ) -> None:
         run = next(_runs)
         with ChangeLoggingStore(make(tmp_path / f"o{run}"), record_headers=headers) as logged:
             for (method, args), rt in zip(ops, rts):
