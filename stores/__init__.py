@@ -13,14 +13,16 @@ Adapters that serve a store of an older format as a newer one (Kafka's
 (query objects, results, positions) live in ``stores.query``; run one against a store with
 ``stores.query.query(store, query)``. Any store opens transactionally (KIP-892: uncommitted
 writes, ``commit(changelog_offset)``, ``recover``) through
-``stores.transactional.TransactionalStore``.
+``stores.transactional.TransactionalStore``. Any store logs Kafka's changelog records (Kafka's
+``ChangeLogging*BytesStore``) through ``stores.change_logging.ChangeLoggingStore``, and
+``stores.change_logging.restore`` applies such records as Kafka's restore does.
 
 Import direction: each layer imports only the layers after it, and no kind imports another.
 
-1. ``stores.query`` (IQv2) and ``stores.adapters``: over the kinds;
+1. ``stores.query`` (IQv2), ``stores.adapters`` and ``stores.change_logging``: over the kinds;
 2. the kinds, one folder each (``key_value``, ``timestamped``, ``versioned``, ``window``,
-   ``session``): store, format, lookups, columns and the kind's engine, which the catalog's
-   kinds link to; and ``stores.transactional``, which opens any of them;
+   ``session``): store, format, lookups, columns, changelog (the kind's change-logging and
+   restore rules) and the kind's engine, which the catalog's kinds link to; and ``stores.transactional``, which opens any of them;
 3. ``stores.segments``: the segmented engine under window and session stores, and what their
    kind engines share;
    ``stores.engine``: what a kind's engine is (``StoreEngine``), the vocabulary of scans;
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
         TimestampedToHeadersWindowStoreAdapter,
         WindowToTimestampedWindowByteStoreAdapter,
     )
+    from stores.change_logging import ChangeLoggingStore, RestoreCounts, restore
     from stores.errors import (
         CommitConflictError,
         CorruptDataError,
@@ -89,6 +92,7 @@ if TYPE_CHECKING:
     )
     from stores.records import (
         UNKNOWN_TIMESTAMP,
+        ChangelogRecord,
         KeyValue,
         ValueAndHeaders,
         ValueAndTimestamp,
@@ -112,6 +116,8 @@ if TYPE_CHECKING:
     )
 
 _MODULE_OF = {
+    "ChangeLoggingStore": "stores.change_logging",
+    "ChangelogRecord": "stores.records",
     "CommitConflictError": "stores.errors",
     "CorruptDataError": "stores.errors",
     "FailureReason": "stores.query",
@@ -131,6 +137,7 @@ _MODULE_OF = {
     "Position": "stores.query",
     "PositionBound": "stores.query",
     "QueryResult": "stores.query",
+    "RestoreCounts": "stores.change_logging",
     "RangeQuery": "stores.query",
     "ResultOrder": "stores.query",
     "SerdeError": "stores.errors",
@@ -169,11 +176,14 @@ _MODULE_OF = {
     "WindowStoreWithHeaders": "stores.window.store",
     "WindowToTimestampedWindowByteStoreAdapter": "stores.adapters",
     "Windowed": "stores.records",
+    "restore": "stores.change_logging",
 }
 
 __all__ = [
     "NOT_PUT",
     "UNKNOWN_TIMESTAMP",
+    "ChangeLoggingStore",
+    "ChangelogRecord",
     "CommitConflictError",
     "CorruptDataError",
     "FailureReason",
@@ -193,6 +203,7 @@ __all__ = [
     "PositionBound",
     "QueryResult",
     "RangeQuery",
+    "RestoreCounts",
     "ResultOrder",
     "SerdeError",
     "SessionStore",
@@ -229,6 +240,7 @@ __all__ = [
     "WindowStoreWithHeaders",
     "WindowToTimestampedWindowByteStoreAdapter",
     "Windowed",
+    "restore",
 ]
 
 

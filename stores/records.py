@@ -10,6 +10,9 @@
 | ``Windowed<K>``               | ``Windowed(key, window)``                                 |
 | ``Headers``                   | a tuple of ``(key: str, value: bytes | None)`` pairs      |
 | ``ReadOnlyRecord<K, V>``      | ``ReadOnlyRecord(key, value, timestamp, headers)``        |
+| a changelog ``ProducerRecord``| ``ChangelogRecord(key, value, timestamp, headers)``       |
+| ``InternalProcessorContext``  | ``ChangeLogContext``: the record time and headers of the  |
+| (``logChange``)               | operation, and where its changelog records go             |
 
 Headers keep their order and duplicate keys, as Kafka's ``RecordHeaders`` do; a header value
 may be None. Timestamps are epoch milliseconds; ``-1`` is Kafka's "unknown" timestamp.
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from stores.errors import InvalidOptionError
 
@@ -163,8 +166,80 @@ class ReadOnlyRecord:
     headers: Headers = ()
 
 
+@dataclass(frozen=True)
+class ChangelogRecord:
+    """One record of a store's changelog topic, as Kafka's change-logging layer sends it
+    (``ProcessorContextImpl.logChange``): bytes key, bytes value (None: a tombstone), record
+    timestamp and record headers.
+
+    A record read back from a topic may have a None key (Kafka's restore skips it).
+    """
+
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: Headers = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "headers", to_headers(self.headers))
+
+    def to_json(self) -> dict[str, Any]:
+        """The Kafka harness's JSON shape: ``{"k": hex, "v": hex|None, "t": ts, "h": [[key,
+        hex|None], ...]}``."""
+        return {
+            "k": None if self.key is None else self.key.hex(),
+            "v": None if self.value is None else self.value.hex(),
+            "t": self.timestamp,
+            "h": [[k, None if v is None else v.hex()] for k, v in self.headers],
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> ChangelogRecord:
+        """The record of the harness's JSON shape (see :meth:`to_json`).
+
+        Raises:
+            InvalidOptionError: a field is missing or not hex.
+        """
+        try:
+            key, value = data["k"], data["v"]
+            return ChangelogRecord(
+                None if key is None else bytes.fromhex(key),
+                None if value is None else bytes.fromhex(value),
+                int(data["t"]),
+                tuple(
+                    (k, None if v is None else bytes.fromhex(v)) for k, v in data.get("h") or ()
+                ),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise InvalidOptionError(
+                f"a changelog record needs k, v (hex or null), t (int) and h, got {data!r:.120}"
+            ) from e
+
+
+class ChangeLogContext(Protocol):
+    """What a kind's change-logging rules see of the operation being logged (Kafka's
+    ``InternalProcessorContext``: ``recordContext().timestamp()``, ``recordContext().headers()``
+    and ``logChange``)."""
+
+    @property
+    def record_timestamp(self) -> int:
+        """The timestamp of the record being processed (Kafka's ``context.timestamp()``)."""
+        ...
+
+    @property
+    def record_headers(self) -> Headers:
+        """The headers of the record being processed."""
+        ...
+
+    def log(self, key: bytes, value: bytes | None, timestamp: int, headers: Headers) -> None:
+        """Send one changelog record."""
+        ...
+
+
 __all__ = [
     "UNKNOWN_TIMESTAMP",
+    "ChangeLogContext",
+    "ChangelogRecord",
     "Header",
     "Headers",
     "KeyValue",
