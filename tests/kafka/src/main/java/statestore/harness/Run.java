@@ -51,6 +51,7 @@ final class Run {
     private final JsonNode[] answers;
     private ColumnFamilyDump dump;
     private RuntimeException dumpError;
+    private long dumpNanos;
 
     Run(final Variant variant, final JsonNode ops) {
         this.variant = variant;
@@ -59,8 +60,10 @@ final class Run {
     }
 
     void snapshot(final File taskDir) {
+        final long start = System.nanoTime();
         try {
             dump = ColumnFamilyDump.of(taskDir, variant.segmentInterval());
+            dumpNanos = System.nanoTime() - start;
         } catch (final Exception e) {
             dumpError = new IllegalStateException("column family dump failed: " + e, e);
         }
@@ -91,7 +94,10 @@ final class Run {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
 
         final ArrayNode changelog = Codec.F.arrayNode();
+        final long t0 = System.nanoTime();
         final TopologyTestDriver driver = new TopologyTestDriver(topology, props);
+        final long t1 = System.nanoTime();
+        long t2 = 0;
         try {
             if (restoreRecords != null) {
                 HarnessRestore.restore(HarnessAccess.task(driver), new TopicPartition(CHANGELOG, 0),
@@ -102,6 +108,7 @@ final class Run {
                     driver.createInputTopic(INPUT, new ByteArraySerializer(), new ByteArraySerializer());
                 input.pipeInput(null, new byte[0], 0L);
             }
+            t2 = System.nanoTime();
             for (final TestRecord<byte[], byte[]> r : driver
                     .createOutputTopic(CHANGELOG, new ByteArrayDeserializer(), new ByteArrayDeserializer())
                     .readRecordsToList()) {
@@ -115,6 +122,7 @@ final class Run {
         } finally {
             driver.close();
         }
+        final long t3 = System.nanoTime();
         if (dumpError != null) {
             throw dumpError;
         }
@@ -132,6 +140,8 @@ final class Run {
         final Long interval = variant.segmentInterval();
         out.set("segment_interval", interval == null ? NullNode.getInstance() : Codec.F.numberNode(interval));
         out.set("params", variant.effectiveParams());
+        out.putObject("timing_us").put("driver", (t1 - t0) / 1000).put("ops", (t2 - t1) / 1000)
+            .put("close", (t3 - t2) / 1000).put("dump", dumpNanos / 1000);
         return out;
     }
 
