@@ -18,6 +18,12 @@ Protocol of :meth:`KafkaHarness.run` (the brief of issue 23 is its specification
   ``KeyValue`` ``[k, v]``; ``Windowed`` ``{"k", "s", "e"}``; ``VersionedRecord`` ``{"v", "t", "to"}``;
   iterators as lists; an exception as ``{"error": SimpleClassName, "msg": ...}`` (the run goes on);
   ``"m": "query"`` (IQv2) as ``{"ok", "failure", "result"}`` (plus ``"msg"`` on failure).
+
+Cost, measured on the 2-core machine with state dirs on tmpfs: about 20 ms per run of 30 ops for
+a store with one RocksDB, plus about 12 ms per further window/session segment (each segment is a
+RocksDB that Kafka opens and closes and the dump opens read-only); JVM start 0.7 s; the Maven
+build 5 s with a warm ``~/.m2`` (about 45 s when it first downloads Kafka's jars). The JVM's
+response also carries ``timing_us`` (driver start, ops, close, dump) for profiling.
 """
 
 from __future__ import annotations
@@ -215,7 +221,8 @@ class KafkaHarness:
     def __init__(self, command: Sequence[str]) -> None:
         self._lock = threading.Lock()
         self._next_id = 0
-        self._stderr: IO[bytes] = tempfile.TemporaryFile()
+        # Closed by close(): it lives as long as the JVM whose stderr it keeps.
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
         self._proc = subprocess.Popen(
             list(command),
             stdin=subprocess.PIPE,
@@ -237,7 +244,7 @@ class KafkaHarness:
         """Build (or reuse the cached build) and start the JVM."""
         return cls(build(root).command())
 
-    def __enter__(self) -> KafkaHarness:
+    def __enter__(self) -> KafkaHarness:  # noqa: PYI034 (typing.Self needs Python 3.11)
         return self
 
     def __exit__(self, *exc: object) -> None:
