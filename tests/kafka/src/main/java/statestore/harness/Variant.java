@@ -1,0 +1,93 @@
+package statestore.harness;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.List;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.state.AggregationWithHeaders;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.ValueTimestampHeaders;
+
+/**
+ * One store variant of the protocol: how Kafka builds it and how an op's Kafka method is called on it.
+ *
+ * <p>Every variant is built with {@code Stores.*} persistent RocksDB suppliers, {@code Serdes.Bytes()} keys,
+ * {@code Serdes.ByteArray()} values, change logging on and caching off.
+ */
+interface Variant {
+    String STORE = "store";
+
+    /** The builder, as an application would write it (logging on, caching off). */
+    StoreBuilder<? extends StateStore> builder();
+
+    /** The segment interval of the supplier (Kafka's default where the params leave it out), or null. */
+    Long segmentInterval();
+
+    /** The params as Kafka applied them (defaults filled in), reported back to the client. */
+    ObjectNode effectiveParams();
+
+    /** Calls Kafka method {@code m} with {@code args} on the store a processor sees; returns the raw answer. */
+    Object call(StateStore store, String m, List<JsonNode> args);
+
+    static Variant of(final String name, final JsonNode params) {
+        switch (name) {
+            case "key_value":
+            case "timestamped":
+            case "timestamped_headers":
+                return new KeyValueVariant(name, params);
+            case "versioned":
+                return new VersionedVariant(params);
+            case "window":
+            case "timestamped_window":
+            case "timestamped_window_headers":
+            case "window_duplicates":
+                return new WindowVariant(name, params);
+            case "window_headers":
+                throw new UnsupportedOperationException(
+                    "window_headers: Kafka Streams " + Harness.KAFKA_VERSION + " has no key-ordered window store with"
+                        + " headers and without timestamps (Stores offers only persistentTimestampedWindowStoreWithHeaders;"
+                        + " the windowKeyValueWithHeaders column family is used only by"
+                        + " RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier, the time-ordered stream-stream"
+                        + " join buffer)");
+            case "session":
+            case "session_headers":
+                return new SessionVariant(name, params);
+            default:
+                throw new IllegalArgumentException("unknown variant '" + name + "'; accepted: key_value, timestamped,"
+                    + " timestamped_headers, versioned, window, timestamped_window, window_headers,"
+                    + " timestamped_window_headers, window_duplicates, session, session_headers");
+        }
+    }
+
+    /** Value encodings: plain bytes, {v,t}, {v,t,h}, {v,h}. */
+    enum ValueKind {
+        PLAIN, TIMESTAMPED, TIMESTAMPED_HEADERS, HEADERS;
+
+        Object decode(final JsonNode n) {
+            if (n == null || n.isNull()) {
+                return null;
+            }
+            switch (this) {
+                case PLAIN:
+                    return Codec.unhex(n);
+                case TIMESTAMPED:
+                    return ValueAndTimestamp.make(Codec.unhex(n.get("v")), Codec.lng(n.get("t")));
+                case TIMESTAMPED_HEADERS:
+                    return ValueTimestampHeaders.make(Codec.unhex(n.get("v")), Codec.lng(n.get("t")),
+                        Codec.headers(n.get("h")));
+                default:
+                    return AggregationWithHeaders.make(Codec.unhex(n.get("v")), Codec.headers(n.get("h")));
+            }
+        }
+    }
+
+    static long arg(final List<JsonNode> args, final int i) {
+        return Codec.lng(args.get(i));
+    }
+
+    static UnsupportedOperationException noSuchMethod(final String variant, final String m, final int argc) {
+        return new UnsupportedOperationException("variant " + variant + " has no method " + m + " with " + argc
+            + " argument(s) in the harness");
+    }
+}
