@@ -131,6 +131,16 @@ class KeyValueStore:
         upper = None if end is None else bytes(end) + b"\x00"
         return self._db.range(start, upper, reverse=reverse)
 
+    def reverse_range(
+        self, start: bytes | None = None, end: bytes | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Kafka's ``reverseRange``: ``range(start, end)`` from the highest key down."""
+        return self.range(start, end, reverse=True)
+
+    def reverse_all(self) -> Iterator[tuple[bytes, bytes]]:
+        """Kafka's ``reverseAll``: every entry from the highest key down."""
+        return self.all(reverse=True)
+
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Iterate every key that starts with ``prefix``."""
         return self._db.range(prefix, prefix_end(prefix))

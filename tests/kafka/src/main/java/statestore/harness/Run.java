@@ -181,7 +181,9 @@ final class Run {
             for (int i = 0; i < ops.size(); i++) {
                 final Record<Void, Integer> op;
                 try {
-                    op = new Record<>(null, i, Codec.lng(ops.get(i).get("rt")));
+                    final JsonNode recordHeaders = ops.get(i).get("rh");
+                    op = new Record<>(null, i, Codec.lng(ops.get(i).get("rt")),
+                        recordHeaders == null ? new RecordHeaders() : Codec.headers(recordHeaders));
                 } catch (final RuntimeException e) {
                     answers[i] = Codec.error(e);
                     continue;

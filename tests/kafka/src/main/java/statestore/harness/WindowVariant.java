@@ -31,7 +31,7 @@ final class WindowVariant implements Variant {
         this.name = name;
         this.kind = name.equals("timestamped_window") ? ValueKind.TIMESTAMPED
             : name.equals("timestamped_window_headers") ? ValueKind.TIMESTAMPED_HEADERS : ValueKind.PLAIN;
-        final boolean duplicates = name.equals("window_duplicates");
+        final boolean duplicates = name.equals("window_duplicates") || params.path("retainDuplicates").asBoolean(false);
         final JsonNode retentionNode = params.get("retentionMs");
         final JsonNode sizeNode = params.get("windowSizeMs");
         if (retentionNode == null || sizeNode == null) {

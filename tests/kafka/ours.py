@@ -1,0 +1,208 @@
+"""Our side of the differential tests: the harness's op lists run against our stores.
+
+An op is ``{"m": <Kafka method name>, "a": [args], "rt": <record time>}`` in the harness's JSON
+encoding (``tests/kafka/harness.py``): bytes are hex, a value with a timestamp or headers is an
+object, a session key is ``{"k", "s", "e"}``. ``run`` opens the store of a variant, runs every
+op through our change-logging layer (Kafka's ``context.timestamp()`` is the op's ``rt``) and
+answers in the harness's encoding: every query's answer, the changelog records, and the
+contents of each column family Kafka writes (our own bookkeeping families aside).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stores.change_logging import ChangeLoggingStore
+from stores.errors import StateStoreError
+from stores.key_value.store import KeyValueStore
+from stores.protocols import VersionedRecord
+from stores.records import (
+    KeyValue,
+    ValueAndHeaders,
+    ValueAndTimestamp,
+    ValueTimestampHeaders,
+    Window,
+    Windowed,
+)
+from stores.session.store import SessionStore, SessionStoreWithHeaders
+from stores.timestamped.store import (
+    TimestampedKeyValueStore,
+    TimestampedKeyValueStoreWithHeaders,
+)
+from stores.versioned.store import VersionedKeyValueStore
+from stores.window.store import (
+    TimestampedWindowStore,
+    TimestampedWindowStoreWithHeaders,
+    WindowStore,
+    WindowStoreWithHeaders,
+)
+
+#: Column families of ours that Kafka has no counterpart of (bookkeeping, not data).
+OURS_ONLY = frozenset({"segmentsMetadata", "versionedStoreMetadata", "offsets"})
+
+SEGMENTED = frozenset(
+    {
+        "window",
+        "timestamped_window",
+        "window_headers",
+        "timestamped_window_headers",
+        "window_duplicates",
+        "session",
+        "session_headers",
+    }
+)
+
+VARIANTS = (
+    "key_value",
+    "timestamped",
+    "timestamped_headers",
+    "versioned",
+    "window",
+    "timestamped_window",
+    "window_headers",
+    "timestamped_window_headers",
+    "window_duplicates",
+    "session",
+    "session_headers",
+)
+
+
+def open_store(variant: str, params: dict[str, Any], path: Path) -> Any:
+    """Our store of ``variant`` with the harness's ``params`` (Kafka's names)."""
+    if variant == "key_value":
+        return KeyValueStore(path)
+    if variant == "timestamped":
+        return TimestampedKeyValueStore(path)
+    if variant == "timestamped_headers":
+        return TimestampedKeyValueStoreWithHeaders(path)
+    if variant == "versioned":
+        return VersionedKeyValueStore(
+            path, params["historyRetentionMs"], params.get("segmentIntervalMs")
+        )
+    if variant.startswith("session"):
+        cls = SessionStoreWithHeaders if variant == "session_headers" else SessionStore
+        return cls(path, params["retentionMs"], params.get("segmentIntervalMs"))
+    window_classes = {
+        "window": WindowStore,
+        "window_duplicates": WindowStore,
+        "timestamped_window": TimestampedWindowStore,
+        "window_headers": WindowStoreWithHeaders,
+        "timestamped_window_headers": TimestampedWindowStoreWithHeaders,
+    }
+    return window_classes[variant](
+        path,
+        params["retentionMs"],
+        params["windowSizeMs"],
+        variant == "window_duplicates" or bool(params.get("retainDuplicates")),
+        params.get("segmentIntervalMs"),
+    )
+
+
+# -- the harness's JSON encoding, both ways ---------------------------------------------------
+
+
+def _headers(raw: list[list[Any]]) -> tuple[tuple[str, bytes | None], ...]:
+    return tuple((k, None if v is None else bytes.fromhex(v)) for k, v in raw)
+
+
+def decode_arg(arg: Any) -> Any:
+    """An op argument in the harness encoding as our stores take it."""
+    if isinstance(arg, str):
+        return bytes.fromhex(arg)
+    if isinstance(arg, list):
+        return [decode_arg(a) for a in arg]
+    if isinstance(arg, dict):
+        if "k" in arg:
+            return Windowed(bytes.fromhex(arg["k"]), Window(arg["s"], arg["e"]))
+        value = bytes.fromhex(arg["v"])
+        if "t" in arg and "h" in arg:
+            return ValueTimestampHeaders(value, arg["t"], _headers(arg["h"]))
+        if "t" in arg:
+            return ValueAndTimestamp(value, arg["t"])
+        return ValueAndHeaders(value, _headers(arg["h"]))
+    return arg
+
+
+def _hex_headers(headers: Any) -> list[list[Any]]:
+    return [[k, None if v is None else v.hex()] for k, v in headers]
+
+
+def encode(answer: Any) -> Any:
+    """One of our answers in the harness encoding (iterators drained)."""
+    if answer is None or isinstance(answer, (bool, int)):
+        return answer
+    if isinstance(answer, (bytes, bytearray)):
+        return bytes(answer).hex()
+    if isinstance(answer, ValueTimestampHeaders):
+        return {"v": answer.value.hex(), "t": answer.timestamp, "h": _hex_headers(answer.headers)}
+    if isinstance(answer, ValueAndTimestamp):
+        return {"v": answer.value.hex(), "t": answer.timestamp}
+    if isinstance(answer, ValueAndHeaders):
+        return {"v": answer.value.hex(), "h": _hex_headers(answer.headers)}
+    if isinstance(answer, Windowed):
+        return {"k": answer.key.hex(), "s": answer.start, "e": answer.end}
+    if isinstance(answer, VersionedRecord):
+        return {"v": answer.value.hex(), "t": answer.timestamp, "to": answer.valid_to}
+    if isinstance(answer, (KeyValue, tuple)) and len(answer) == 2:
+        return [encode(answer[0]), encode(answer[1])]
+    if isinstance(answer, (list, Iterator)) or hasattr(answer, "__next__"):
+        return [encode(item) for item in answer]
+    raise TypeError(f"no harness encoding for {type(answer).__name__}")
+
+
+def call(store: ChangeLoggingStore, op: dict[str, Any]) -> Any:
+    """Run one op against our store at the op's record time (and headers, ``rh``); an error
+    becomes ``{"error": ...}`` as in the harness."""
+    args = [decode_arg(a) for a in op["a"]]
+    headers = _headers(op.get("rh", []))
+    try:
+        return encode(store.call(op["m"], args, op["rt"], headers))
+    except StateStoreError as error:
+        return {"error": type(error).__name__, "msg": str(error)}
+
+
+# -- column families ---------------------------------------------------------------------------
+
+
+def column_families(store: Any, variant: str) -> list[list[Any]]:
+    """Every entry of every column family of ours that Kafka also writes, as the harness
+    lists Kafka's: ``[segment id | None, family, key hex, value hex]``, sorted. A segmented
+    store of ours keeps one database whose keys carry an 8-byte segment id (Kafka: one
+    database per segment), which is split off here."""
+    db = store.wrapped
+    rows: list[list[Any]] = []
+    for family in type(store).column_families():
+        if family in OURS_ONLY:
+            continue
+        for key, value in db.items(family):
+            if variant in SEGMENTED:
+                rows.append(
+                    [int.from_bytes(key[:8], "big", signed=True), family, key[8:].hex(), value.hex()]
+                )
+            else:
+                rows.append([None, family, key.hex(), value.hex()])
+    rows.sort(key=lambda row: (-1 if row[0] is None else row[0], row[1], row[2]))
+    return rows
+
+
+@dataclass
+class OurRun:
+    """What one op list did to our store (the harness's ``RunResult`` shape)."""
+
+    answers: list[Any]
+    changelog: list[dict[str, Any]]
+    cfs: list[list[Any]]
+
+
+def run(variant: str, params: dict[str, Any], ops: list[dict[str, Any]], path: Path) -> OurRun:
+    """Run ``ops`` on a new store of ours at ``path``, as the harness runs them on Kafka's."""
+    store = ChangeLoggingStore(open_store(variant, params, path))
+    try:
+        answers = [call(store, op) for op in ops]
+        changelog = [record.to_json() for record in store.records]
+        return OurRun(answers, changelog, column_families(store.wrapped, variant))
+    finally:
+        store.close()
