@@ -8,25 +8,43 @@ together with the offset, which is kept in the database itself, in column family
 (KIP-1035: the committed offset can never disagree with the data). ``committed_offset()``
 returns it.
 
-Changelog. With a ``Changelog``, the store logs what each public operation wrote (the raw
-RocksDB writes of the operation, as one record: Kafka's change-logging layer); ``commit()``
-then commits at the changelog's end offset, and ``recover()`` after a crash discards what was
-uncommitted and replays the records after the committed offset. Two changelogs are provided:
-``MemoryChangelog`` and ``FileChangelog`` (an append-only file, each record framed with its
-length and CRC-32; a torn last record, what a crash mid-append leaves, is cut off; a bad record
-before the end is corruption).
+Changelog. With a ``Changelog`` (``MemoryChangelog``, ``FileChangelog``), the store logs what
+each public operation wrote (its raw RocksDB writes, as one record: Kafka's change-logging
+layer); ``commit()`` then commits at the changelog's end offset, and ``recover()`` restores the
+records after the committed offset.
+
+Restore is Kafka's (``StoreChangelogReader``), so the store always equals a fresh store
+restored from its changelog at the same offset. ``processing_guarantee`` (Kafka's
+``processing.guarantee``) decides what a restore reads; this is the one place that says it:
+
+- ``"at_least_once"``, the default as in Kafka, and what ``recover()`` always did: no record is
+  ever aborted, a restore replays every record to the end (``read_uncommitted``). Logged,
+  uncommitted writes come back on ``recover()``; ``rollback()`` drops them from the store only.
+- ``"exactly_once_v2"``: the store's records between two commits are one transaction;
+  ``commit()`` appends a commit marker; ``rollback()``, ``close()`` without commit, and
+  ``recover()`` after a crash (records after the last marker) append an abort marker, durably,
+  before anything else is appended. A restore reads ``read_committed`` (``StreamsConfig`` sets
+  ``isolation.level`` so under EOS): aborted transactions are skipped, plain records (files
+  written before markers existed, or under at-least-once) are read, as Kafka reads
+  non-transactional records. The guarantee is the reader's: restored under at-least-once, an
+  exactly-once log replays its aborted records too, as ``read_uncommitted`` does.
+
+Markers occupy offsets, as Kafka's control records do: an exactly-once commit is at its
+marker's offset, which a fresh restore reaches too. A store behind its changelog (records it
+has not applied that a restore would: a crash, ``rollback()`` under at-least-once, a partial
+``recover(changelog_offset)``, a crashed writer's open transaction) refuses writes and commits
+(``CommitConflictError`` ``STORE_BEHIND_CHANGELOG``) until ``recover()`` restores it to the
+end, as a Kafka task restores before it processes; opening does not restore by itself, and
+reads stay allowed.
 
 Bounded transactions. Uncommitted writes live in memory until commit. Past
 ``max_uncommitted_bytes`` (KIP-892's ``statestore.uncommitted.max.bytes``) the store forces an
-early commit at the end of the operation that crossed it: at the changelog's end offset (every
-write is in the changelog, so recovery is unaffected), or, without a changelog, by calling
-``request_commit`` (the owner commits with its own offset); with neither, it refuses to grow.
+early commit at the end of the operation that crossed it (with a changelog: ``commit()``; else
+the owner's ``request_commit``); with neither, it refuses to grow.
 
-    with TransactionalStore.of("/tmp/v", VersionedKeyValueStore, changelog=FileChangelog(p),
+    with TransactionalStore.of(path, VersionedKeyValueStore, changelog=FileChangelog(p),
                                history_retention_ms=3_600_000) as tx:
-        tx.store.put(b"k", b"v", 1_000)      # uncommitted: read back by tx.store only
-        tx.commit()                          # data and offset, atomically
-    tx = TransactionalStore.of(...); tx.recover()   # after a crash
+        tx.recover(); tx.store.put(b"k", b"v", 1_000); tx.commit()
 """
 
 from __future__ import annotations
@@ -34,17 +52,30 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from stores.bytes.protocol import BytesStore, RawOp
 from stores.bytes.rocksdb import RocksDBBytesStore
-from stores.errors import CorruptDataError, InvalidOptionError, StoreClosedError
+from stores.errors import (
+    CommitConflictError,
+    CorruptDataError,
+    InvalidOptionError,
+    StoreClosedError,
+)
 
 OFFSETS_CF = "offsets"
 _OFFSET_KEY = b"changelogOffset"
 #: KIP-892's default bound of uncommitted writes per store.
 DEFAULT_MAX_UNCOMMITTED_BYTES = 64 << 20
+#: Kafka's ``processing.guarantee`` values (``StreamsConfig``), and its default.
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+PROCESSING_GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE_V2)
+DEFAULT_PROCESSING_GUARANTEE = AT_LEAST_ONCE
+#: The control records (Kafka's transaction markers) a changelog carries.
+COMMIT = "commit"
+ABORT = "abort"
 
 S = TypeVar("S")
 
@@ -56,19 +87,32 @@ def committed_offset_of(db: BytesStore) -> int | None:
     return None if raw is None else int.from_bytes(raw, "big")
 
 
+class LogRecord(NamedTuple):
+    """One changelog record: an operation's writes, or a transaction marker."""
+
+    offset: int
+    ops: list[RawOp]
+    control: str | None = None  # COMMIT or ABORT for a marker (no ops); None for data
+    transactional: bool = False  # written inside a transaction (exactly-once)
+
+
 class Changelog(Protocol):
     """Where a transactional store logs its operations (Kafka's changelog topic)."""
 
-    def append(self, ops: Sequence[RawOp]) -> int:
+    def append(self, ops: Sequence[RawOp], transactional: bool = False) -> int:
         """Log one operation's writes; return its offset (1, 2, ...)."""
+        ...
+
+    def append_marker(self, control: str) -> int:
+        """Log a transaction marker (``COMMIT`` or ``ABORT``); return its offset."""
         ...
 
     def end_offset(self) -> int:
         """The offset of the last record (0 if none)."""
         ...
 
-    def read(self, after: int) -> Iterator[tuple[int, list[RawOp]]]:
-        """Records with an offset above ``after``, in order."""
+    def read(self, after: int) -> Iterator[LogRecord]:
+        """Records with an offset above ``after``, in order, markers included."""
         ...
 
     def flush(self) -> None:
@@ -76,22 +120,31 @@ class Changelog(Protocol):
         ...
 
 
+def _marker(offset: int, control: str) -> LogRecord:
+    if control not in (COMMIT, ABORT):
+        raise InvalidOptionError(f"marker is {control!r}; accepted: {COMMIT!r}, {ABORT!r}")
+    return LogRecord(offset, [], control)
+
+
 class MemoryChangelog:
     """A changelog in memory (tests, and stores whose durability lies elsewhere)."""
 
-    def __init__(self) -> None:
-        self.records: list[list[RawOp]] = []
+    def __init__(self, records: Iterable[LogRecord] = ()) -> None:
+        self.records: list[LogRecord] = list(records)
 
-    def append(self, ops: Sequence[RawOp]) -> int:
-        self.records.append(list(ops))
+    def append(self, ops: Sequence[RawOp], transactional: bool = False) -> int:
+        self.records.append(LogRecord(len(self.records) + 1, list(ops), None, transactional))
+        return len(self.records)
+
+    def append_marker(self, control: str) -> int:
+        self.records.append(_marker(len(self.records) + 1, control))
         return len(self.records)
 
     def end_offset(self) -> int:
         return len(self.records)
 
-    def read(self, after: int) -> Iterator[tuple[int, list[RawOp]]]:
-        for index in range(max(after, 0), len(self.records)):
-            yield index + 1, self.records[index]
+    def read(self, after: int) -> Iterator[LogRecord]:
+        yield from self.records[max(after, 0) :]
 
     def flush(self) -> None:
         pass
@@ -100,53 +153,54 @@ class MemoryChangelog:
 _FRAME = struct.Struct(">II")  # payload length, crc32 of the payload
 _OPS = {"put": 0, "delete": 1, "delete_range": 2}
 _OP_NAMES = {code: name for name, code in _OPS.items()}
+# The payload's count field: below 2**31 the op count of a plain record (the only kind files
+# written before markers hold); with the top bit, of a transactional one; two values are markers.
+_TRANSACTIONAL = 0x8000_0000
+_MARKERS = {COMMIT: 0xFFFF_FFFF, ABORT: 0xFFFF_FFFE}
+_MARKER_NAMES = {count: name for name, count in _MARKERS.items()}
 
 
-def _encode(offset: int, ops: Sequence[RawOp]) -> bytes:
-    parts = [struct.pack(">QI", offset, len(ops))]
-    for op, cf, a, b in ops:
+def _encode(record: LogRecord) -> bytes:
+    if record.control is not None:
+        return struct.pack(">QI", record.offset, _MARKERS[record.control])
+    flag = _TRANSACTIONAL if record.transactional else 0
+    parts = [struct.pack(">QI", record.offset, len(record.ops) | flag)]
+    for op, cf, a, b in record.ops:
         family = cf.encode()
-        parts.append(struct.pack(">BH", _OPS[op], len(family)))
-        parts.append(family)
-        parts.append(struct.pack(">I", len(a)))
-        parts.append(a)
-        parts.append(struct.pack(">i", -1 if b is None else len(b)))
-        if b is not None:
-            parts.append(b)
+        parts += [struct.pack(">BH", _OPS[op], len(family)), family, struct.pack(">I", len(a)), a]
+        parts.append(struct.pack(">i", -1) if b is None else struct.pack(">i", len(b)) + b)
     return b"".join(parts)
 
 
-def _decode(payload: bytes) -> tuple[int, list[RawOp]]:
+def _decode(payload: bytes) -> LogRecord:
     offset, count = struct.unpack_from(">QI", payload, 0)
     at = 12
+    if count in _MARKER_NAMES:
+        if at != len(payload):
+            raise ValueError("trailing bytes")
+        return LogRecord(offset, [], _MARKER_NAMES[count])
     ops: list[RawOp] = []
-    for _ in range(count):
+    for _ in range(count & ~_TRANSACTIONAL):
         code, family_size = struct.unpack_from(">BH", payload, at)
-        at += 3
-        family = payload[at : at + family_size].decode()
-        at += family_size
+        family, at = payload[at + 3 : at + 3 + family_size].decode(), at + 3 + family_size
         (a_size,) = struct.unpack_from(">I", payload, at)
-        at += 4
-        a = payload[at : at + a_size]
-        at += a_size
+        a, at = payload[at + 4 : at + 4 + a_size], at + 4 + a_size
         (b_size,) = struct.unpack_from(">i", payload, at)
-        at += 4
-        b = None
-        if b_size >= 0:
-            b = payload[at : at + b_size]
-            at += b_size
+        b, at = (None, at + 4) if b_size < 0 else (payload[at + 4 : at + 4 + b_size], at + 4 + b_size)
         ops.append((_OP_NAMES[code], family, a, b))
     if at != len(payload):
         raise ValueError("trailing bytes")
-    return offset, ops
+    return LogRecord(offset, ops, None, bool(count & _TRANSACTIONAL))
 
 
 class FileChangelog:
-    """An append-only changelog file: records ``[length][crc32][offset, ops]``.
+    """An append-only changelog file: records ``[length][crc32][offset, count, ops]``.
 
-    Opening it scans the file: a torn last record (shorter than its frame says, or failing its
-    checksum at the very end) is what a crash mid-append leaves, and is cut off; a record that
-    fails its checksum with records after it is corruption.
+    A marker's count is ``0xFFFFFFFF`` (commit) or ``0xFFFFFFFE`` (abort), without ops; the top
+    bit of another count flags a transactional record. Older files hold plain records only, and
+    read as such (module doc). Opening scans the file: a torn last record (shorter than its
+    frame says, or failing its checksum at the very end) is what a crash mid-append leaves, and
+    is cut off; a record that fails its checksum with records after it is corruption.
 
     Raises:
         CorruptDataError: code CHANGELOG_CORRUPT, naming the file and the byte position.
@@ -167,62 +221,63 @@ class FileChangelog:
             return 0
         with open(self.path, "rb") as f:
             data = f.read()
+        size = 0
+        for size, record in self._records(data, 0, opening=True):
+            if record.offset != self._end + 1:
+                raise CorruptDataError(
+                    f"changelog {self.path} has offset {record.offset} after {self._end} at "
+                    f"byte {size}",
+                    code="CHANGELOG_CORRUPT",
+                )
+            self._end = record.offset
+        return size
+
+    def _records(self, data: bytes, after: int, opening: bool) -> Iterator[tuple[int, LogRecord]]:
+        """The records of ``data`` above ``after``, each with the byte where it ends. Opening,
+        a torn last record ends them (class doc); reading, a bad record is an error."""
         at = 0
         while at < len(data):
-            if at + _FRAME.size > len(data):
-                break  # torn frame header
-            length, crc = _FRAME.unpack_from(data, at)
-            start = at + _FRAME.size
-            payload = data[start : start + length]
-            if len(payload) < length:
-                break  # torn payload
-            if zlib.crc32(payload) != crc:
-                if start + length == len(data):
-                    break  # the last record, torn mid-write
+            whole = at + _FRAME.size <= len(data)
+            length, crc = _FRAME.unpack_from(data, at) if whole else (0, 0)
+            end = at + _FRAME.size + length
+            payload = data[at + _FRAME.size : end]
+            if not whole or end > len(data) or zlib.crc32(payload) != crc:
+                if opening and end >= len(data):
+                    return  # torn mid-append by a crash
+                problem = "has a corrupt record at byte {} followed by more records"
                 raise CorruptDataError(
-                    f"changelog {self.path} has a corrupt record at byte {at} followed by "
-                    "more records",
+                    f"changelog {self.path} "
+                    + (problem if opening else "changed under its reader at byte {}").format(at),
                     code="CHANGELOG_CORRUPT",
                 )
-            offset, _ = _decode(payload)
-            if offset != self._end + 1:
-                raise CorruptDataError(
-                    f"changelog {self.path} has offset {offset} after {self._end} at byte {at}",
-                    code="CHANGELOG_CORRUPT",
-                )
-            self._end = offset
-            at = start + length
-        return at
+            record = _decode(payload)
+            if record.offset > after:
+                yield end, record
+            at = end
 
-    def append(self, ops: Sequence[RawOp]) -> int:
-        offset = self._end + 1
-        payload = _encode(offset, ops)
+    def _write(self, record: LogRecord) -> int:
+        payload = _encode(record)
         self._file.write(_FRAME.pack(len(payload), zlib.crc32(payload)) + payload)
         if self.sync:
             self.flush()
-        self._end = offset
-        return offset
+        self._end = record.offset
+        return record.offset
+
+    def append(self, ops: Sequence[RawOp], transactional: bool = False) -> int:
+        return self._write(LogRecord(self._end + 1, list(ops), None, transactional))
+
+    def append_marker(self, control: str) -> int:
+        return self._write(_marker(self._end + 1, control))
 
     def end_offset(self) -> int:
         return self._end
 
-    def read(self, after: int) -> Iterator[tuple[int, list[RawOp]]]:
+    def read(self, after: int) -> Iterator[LogRecord]:
         self._file.flush()
         with open(self.path, "rb") as f:
             data = f.read()
-        at = 0
-        while at + _FRAME.size <= len(data):
-            length, crc = _FRAME.unpack_from(data, at)
-            payload = data[at + _FRAME.size : at + _FRAME.size + length]
-            if len(payload) < length or zlib.crc32(payload) != crc:
-                raise CorruptDataError(
-                    f"changelog {self.path} changed under its reader at byte {at}",
-                    code="CHANGELOG_CORRUPT",
-                )
-            offset, ops = _decode(payload)
-            if offset > after:
-                yield offset, ops
-            at += _FRAME.size + length
+        for _, record in self._records(data, after, opening=False):
+            yield record
 
     def flush(self) -> None:
         self._file.flush()
@@ -232,6 +287,43 @@ class FileChangelog:
         if not self._file.closed:
             self.flush()
             self._file.close()
+
+
+def restored_records(
+    records: Iterable[LogRecord],
+    processing_guarantee: str,
+    abort_open: Callable[[], None] | None = None,
+) -> Iterator[LogRecord]:
+    """The data records a restore applies, in offset order, as Kafka's restore consumer reads
+    them: under at-least-once all (``read_uncommitted``); under exactly-once those outside
+    aborted transactions, up to the last stable offset (``read_committed``). A transaction open
+    at the end is not read; ``abort_open`` (which logs its abort), if given, is called, and the
+    plain records behind it are read."""
+    held: list[LogRecord] = []  # behind an undecided transaction (the last stable offset)
+    exactly_once = processing_guarantee == EXACTLY_ONCE_V2
+    for record in records:
+        if record.control is not None:
+            yield from (r for r in held if record.control == COMMIT or not r.transactional)
+            held = []
+        elif exactly_once and (held or record.transactional):
+            held.append(record)
+        else:
+            yield record
+    if held and abort_open is not None:
+        abort_open()
+        yield from (r for r in held if not r.transactional)
+
+
+class _Recorder(list[RawOp]):
+    """The operation's writes, to be logged; refuses them while the store is behind its log."""
+
+    def __init__(self, check: Callable[[], None]) -> None:
+        super().__init__()
+        self._check = check
+
+    def append(self, op: RawOp) -> None:
+        self._check()
+        super().append(op)
 
 
 class TransactionalStore(Generic[S]):
@@ -244,14 +336,15 @@ class TransactionalStore(Generic[S]):
             which takes any ``BytesStore``).
         changelog: where operations are logged; enables ``commit()`` without an offset,
             ``recover()`` and early commits. The store owns it: ``close`` closes it.
+        processing_guarantee: ``"at_least_once"`` (default) or ``"exactly_once_v2"``: what
+            the changelog's records mean and what a restore reads (module doc).
         max_uncommitted_bytes: the bound of a transaction (see module doc).
         request_commit: called when the bound is crossed and there is no changelog; it must
             call ``commit(offset)``.
-        sealed: seal the database (``stores.bytes.rocksdb``): a damaged MANIFEST is reported
-            instead of read as an older state.
+        sealed: seal the database (``stores.bytes.rocksdb``): report a damaged MANIFEST.
 
     Raises:
-        InvalidOptionError: a bound below 1.
+        InvalidOptionError: a bound below 1, or an unknown processing guarantee.
     """
 
     def __init__(
@@ -261,6 +354,7 @@ class TransactionalStore(Generic[S]):
         open_store: Callable[[BytesStore], S],
         *,
         changelog: Changelog | None = None,
+        processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE,
         max_uncommitted_bytes: int = DEFAULT_MAX_UNCOMMITTED_BYTES,
         request_commit: Callable[[], None] | None = None,
         sealed: bool = False,
@@ -269,31 +363,35 @@ class TransactionalStore(Generic[S]):
             raise InvalidOptionError(
                 f"max_uncommitted_bytes is {max_uncommitted_bytes}; accepted: at least 1"
             )
-        self.db = RocksDBBytesStore(
-            path, (*column_families, OFFSETS_CF), autocommit=False, sealed=sealed
-        )
+        if processing_guarantee not in PROCESSING_GUARANTEES:
+            raise InvalidOptionError(
+                f"processing_guarantee is {processing_guarantee!r}; accepted: "
+                + ", ".join(repr(g) for g in PROCESSING_GUARANTEES)
+            )
+        families = (*column_families, OFFSETS_CF)
+        self.db = RocksDBBytesStore(path, families, autocommit=False, sealed=sealed)
         self.changelog = changelog
+        self.processing_guarantee = processing_guarantee
+        self.exactly_once = processing_guarantee == EXACTLY_ONCE_V2
         self.max_uncommitted_bytes = max_uncommitted_bytes
         self.request_commit = request_commit
         self._open_store = open_store
-        self._operation: list[RawOp] = []
+        self._operation = _Recorder(self._check_writable)
+        self._in_transaction = False  # records of ours after the last marker (exactly-once)
         self.db.on_operation_end = self._operation_ended
         if changelog is not None:
             self.db.recorder = self._operation
+        self._behind: int | None = self._lag()  # the store's offset while it is behind its log
         self.store: S = open_store(self.db)
 
     @classmethod
     def of(cls, path: str | os.PathLike[str], store_class: Any, **kwargs: Any) -> TransactionalStore[Any]:
         """Open ``store_class`` (any store of ``stores``) transactionally; ``kwargs`` are the
-        store's parameters plus ``changelog``, ``max_uncommitted_bytes``, ``request_commit``."""
-        own = {k: kwargs.pop(k) for k in ("changelog", "max_uncommitted_bytes", "request_commit")
-               if k in kwargs}  # fmt: skip
-        return cls(
-            path,
-            store_class.column_families(),
-            lambda db: store_class.over(db, **kwargs),
-            **own,
-        )
+        store's parameters and this class's keyword arguments but ``sealed``."""
+        names = ("changelog", "processing_guarantee", "max_uncommitted_bytes", "request_commit")
+        own = {k: kwargs.pop(k) for k in names if k in kwargs}
+        open_store = lambda db: store_class.over(db, **kwargs)
+        return cls(path, store_class.column_families(), open_store, **own)
 
     # -- transactions ------------------------------------------------------------------------
 
@@ -302,39 +400,54 @@ class TransactionalStore(Generic[S]):
         """Bytes of keys and values written since the last commit."""
         return self.db.uncommitted_bytes
 
+    @property
+    def behind_changelog(self) -> bool:
+        """Whether the changelog holds records the store has not applied (``recover()``)."""
+        return self._behind is not None
+
     def committed_offset(self) -> int | None:
         """The changelog offset of the last commit (None: never committed)."""
         return committed_offset_of(self.db)  # written only inside commit()
 
     def commit(self, changelog_offset: int | None = None) -> None:
-        """Make every uncommitted write durable, atomically with ``changelog_offset``.
+        """Make every uncommitted write durable, atomically with ``changelog_offset``. With a
+        changelog the offset is the one the changelog reaches (under exactly-once, a commit
+        marker's when there are writes); ``changelog_offset``, if given, must be that one.
 
         Raises:
-            InvalidOptionError: no offset and no changelog to take it from, or an offset
-                below the committed one.
+            InvalidOptionError: no offset to take, one below the committed one or not the
+                changelog's. CommitConflictError: STORE_BEHIND_CHANGELOG (module doc).
         """
+        self._check_writable()
         self._log_operation()
-        if changelog_offset is None:
-            if self.changelog is None:
+        if self.changelog is not None:
+            marker = self.exactly_once and self._in_transaction
+            reached = self.changelog.end_offset() + marker
+            if changelog_offset not in (None, reached):
                 raise InvalidOptionError(
-                    "commit() needs a changelog_offset: this store has no changelog"
+                    f"changelog_offset is {changelog_offset}; a store with a changelog commits "
+                    f"at the offset its changelog reaches: {reached} (or pass none)"
                 )
-            changelog_offset = self.changelog.end_offset()
+            if marker:
+                self.changelog.append_marker(COMMIT)
+                self._in_transaction = False
+            self.changelog.flush()  # the log holds at least what the store claims
+            changelog_offset = reached
+        elif changelog_offset is None:
+            raise InvalidOptionError("commit() needs a changelog_offset: this store has no changelog")
         committed = self.committed_offset()
         if committed is not None and changelog_offset < committed:
             raise InvalidOptionError(
                 f"changelog_offset {changelog_offset} is below the committed offset {committed}"
             )
-        if self.changelog is not None:
-            self.changelog.flush()  # the log holds at least what the store claims
-        self.db.put(_OFFSET_KEY, changelog_offset.to_bytes(8, "big"), OFFSETS_CF)
-        self._operation.clear()  # the offset is bookkeeping, not an operation to log
-        self.db.commit()
+        self._commit_offset(changelog_offset)
 
     def rollback(self) -> None:
-        """Discard every uncommitted write (the typed store is reopened over the data)."""
-        self.db.rollback()
-        self._operation.clear()
+        """Discard every uncommitted write (the typed store is reopened over the data). Under
+        exactly-once the transaction is aborted in the changelog; under at-least-once its
+        records stay there, and the store is behind its changelog until ``recover()``."""
+        self._discard()
+        self._behind = self._lag()
         self.reopen()
 
     def reopen(self) -> None:
@@ -343,44 +456,93 @@ class TransactionalStore(Generic[S]):
         self.store = self._open_store(self.db)
 
     def recover(self, changelog_offset: int | None = None) -> int:
-        """After a crash (or to catch up): discard uncommitted writes and replay the changelog
-        records after the committed offset, up to ``changelog_offset`` (default: its end).
+        """Discard uncommitted writes (under exactly-once: abort them, and a crashed writer's
+        open transaction) and restore the changelog after the committed offset, as Kafka's
+        ``StoreChangelogReader`` does, up to ``changelog_offset`` (default: the end; below it,
+        the store is behind its changelog, and refuses writes until it reaches the end).
 
         Returns:
-            The number of records replayed.
+            The number of data records applied.
 
         Raises:
             InvalidOptionError: no changelog.
         """
-        if self.changelog is None:
+        changelog = self.changelog
+        if changelog is None:
             raise InvalidOptionError("recover() needs a changelog: this store has none")
-        self.rollback()
-        start = self.committed_offset() or 0
-        end = self.changelog.end_offset() if changelog_offset is None else changelog_offset
+        self._discard()
+        committed = self.committed_offset()
+        start = committed or 0
+        last = start  # the offset of the last record a restore to the end would apply
         self.db.recorder = None  # replayed writes are in the log already
         replayed = 0
         try:
-            for offset, ops in self.changelog.read(start):
-                if offset > end:
-                    break
-                self.db.apply(ops)
+            read = changelog.read(start)
+            for record in restored_records(read, self.processing_guarantee, self._abort):
+                last = record.offset
+                if changelog_offset is not None and record.offset > changelog_offset:
+                    continue  # read on: a later marker may still decide an earlier record
+                self.db.apply(record.ops)
                 replayed += 1
                 if self.db.uncommitted_bytes > self.max_uncommitted_bytes:
-                    self._commit_replayed(offset)
-            if replayed:
-                self._commit_replayed(min(end, self.changelog.end_offset()))
+                    self._commit_offset(record.offset)
+            end = changelog.end_offset()
+            reached = end if changelog_offset is None else min(changelog_offset, end)
+            if reached > start or committed is None:  # restored: a store with an offset
+                self._commit_offset(max(reached, start))
         finally:
             self.db.recorder = self._operation
-        self.store = self._open_store(self.db)
+        self._behind = max(reached, start) if last > max(reached, start) else None
+        self.reopen()
         return replayed
 
-    def _commit_replayed(self, offset: int) -> None:
+    def _commit_offset(self, offset: int) -> None:
         self.db.put(_OFFSET_KEY, offset.to_bytes(8, "big"), OFFSETS_CF)
+        self._operation.clear()  # the offset is bookkeeping, not an operation to log
         self.db.commit()
+
+    def _discard(self) -> None:
+        self.db.rollback()
+        self._operation.clear()
+        if self._in_transaction:
+            self._abort()
+
+    def _abort(self) -> None:
+        assert self.changelog is not None
+        self.changelog.append_marker(ABORT)
+        self.changelog.flush()  # durable before anything else is appended or committed
+        self._in_transaction = False
+
+    def _lag(self) -> int | None:
+        """The committed offset if a restore would apply records beyond it (or abort some)."""
+        if self.changelog is None:
+            return None
+        committed = self.committed_offset() or 0
+        if self.changelog.end_offset() <= committed:
+            return None
+        opened: list[bool] = []
+        read = self.changelog.read(committed)
+        pending = restored_records(read, self.processing_guarantee, lambda: opened.append(True))
+        return committed if next(pending, None) is not None or opened else None
+
+    def _check_writable(self) -> None:
+        if self._behind is None:
+            return
+        self.db.rollback()  # what the refused operation staged
+        self.reopen()
+        assert self.changelog is not None
+        raise CommitConflictError(
+            f"the store at {self.db.path} is at changelog offset {self._behind}; its changelog "
+            f"holds records up to {self.changelog.end_offset()} that a restore applies under "
+            f"processing_guarantee={self.processing_guarantee!r}: call recover() first (a Kafka "
+            "task restores to the changelog's end before it processes)",
+            code="STORE_BEHIND_CHANGELOG",
+        )
 
     def _log_operation(self) -> None:
         if self.changelog is not None and self._operation:
-            self.changelog.append(self._operation)
+            self.changelog.append(self._operation, self.exactly_once)
+            self._in_transaction = self.exactly_once
             self._operation.clear()
 
     def _operation_ended(self) -> None:
@@ -407,11 +569,14 @@ class TransactionalStore(Generic[S]):
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close; uncommitted writes are lost (logged ones come back through ``recover``)."""
+        """Close, losing uncommitted writes (logged ones: module doc)."""
         if self.db.closed:
             return
-        self._log_operation()
         if self.changelog is not None:
+            if self.exactly_once:
+                self._discard()
+            else:
+                self._log_operation()
             self.changelog.flush()
             close = getattr(self.changelog, "close", None)
             if close is not None:
@@ -428,11 +593,8 @@ class TransactionalStore(Generic[S]):
 
 
 __all__ = [
-    "DEFAULT_MAX_UNCOMMITTED_BYTES",
-    "OFFSETS_CF",
-    "Changelog",
-    "FileChangelog",
-    "MemoryChangelog",
-    "TransactionalStore",
-    "committed_offset_of",
-]
+    "ABORT", "AT_LEAST_ONCE", "COMMIT", "DEFAULT_MAX_UNCOMMITTED_BYTES",
+    "DEFAULT_PROCESSING_GUARANTEE", "EXACTLY_ONCE_V2", "OFFSETS_CF", "PROCESSING_GUARANTEES",
+    "Changelog", "FileChangelog", "LogRecord", "MemoryChangelog", "TransactionalStore",
+    "committed_offset_of", "restored_records",
+]  # fmt: skip
