@@ -222,10 +222,11 @@ class SegmentedBytesStore:
                 self.db.put(physical, value, self.data_cf)
             for cf, _ in self._active_legacy:
                 self.db.delete(physical, cf)
-        # Kafka cleans up on every put; a range tombstone per put would slow reads, so we drop
+        # Kafka cleans up on every put it writes (``AbstractSegments.getOrCreateSegmentIfLive``:
+        # a dropped put cleans nothing); a range tombstone per put would slow reads, so we drop
         # segments only when the first live one moves, counting from this layer's creation
         # (a store reopened with a shorter retention expires on its first put, as Kafka's).
-        if self._expired_below is None or min_live > self._expired_below:
+        if written and (self._expired_below is None or min_live > self._expired_below):
             self._expire_below(min_live)
             self._expired_below = min_live
         return written
@@ -303,6 +304,8 @@ class SegmentedBytesStore:
             stream = islice(accumulate(timestamps, max, initial=previous), 1, None)
             live = [segment_id(time - retention, interval) for time in stream]
             dropped = sum(1 for sid, low in zip(sids, live) if sid < low)
+            # Only a written row cleans up (see put); the last one cleans at the final time.
+            expires = expires and dropped < len(sids)
             if expires:
                 keep = [i for i, sid in enumerate(sids) if sid >= final_live]
             else:
