@@ -32,9 +32,11 @@ Bulk paths (the catalog's materialization and Spark scans, no Python object per 
 
 Where we differ from Kafka (each on purpose): the observed stream time and the last sequence
 number are persisted with the data (Kafka rebuilds the first from its changelog and restarts
-the second at 0); a single-window ``fetch(key, time)`` on a store with duplicates returns the
-window's first duplicate (Kafka looks up its in-memory current sequence number, which finds
-the latest put only if no other put came after it).
+the second at 0).
+
+Kafka's accident kept: a single-window ``fetch(key, time)`` on a store with duplicates reads
+the row of the current sequence number (``RocksDBWindowStore.fetch``), so it answers only for
+the window the last put wrote, with that put's value; every other window reads as None.
 """
 
 from __future__ import annotations
@@ -362,14 +364,12 @@ class _WindowStoreBase(SegmentedStoreBase, Generic[V]):
         time = _long(time, "time", minimum=-MAX_LONG - 1)
         if time < 0:
             return None
-        if not self._dups:
-            raw = self._segments.get(encode_window_key(key, time, 0), time)
-            return None if raw is None else self._decode(raw)
-        # With duplicates: the window's first duplicate (lowest sequence number).
-        for _, value in self._fetch_key(key, time, time, False):
-            result: V = value
-            return result
-        return None
+        # Kafka's RocksDBWindowStore.fetch(key, time) reads the row of the store's current
+        # sequence number: with duplicates, only the window the last put wrote answers (and
+        # only with that put's value); any other window reads as None.
+        seqnum = decode_seqnum(self._db.get(SEQNUM_KEY, SEGMENTS_META_CF)) if self._dups else 0
+        raw = self._segments.get(encode_window_key(key, time, seqnum), time)
+        return None if raw is None else self._decode(raw)
 
     def _fetch_key(
         self, key: Any, time_from: Any, time_to: Any, reverse: bool
