@@ -2,9 +2,17 @@
 
 The JVM (``tests/kafka/src/main/java/statestore/harness/Harness.java``) reads one JSON request per
 line on stdin and answers one JSON line on stdout. Bytes travel as lowercase hex strings, null as
-JSON null. :func:`build` compiles it with Maven once per content hash of ``pom.xml`` and the Java
-sources, into a cache directory outside the checkout; :class:`KafkaHarness` starts the JVM and
-speaks the protocol. The session fixture ``kafka_harness`` (``tests/kafka/conftest.py``) does both.
+JSON null. :func:`build` compiles it with Maven once per Kafka version and content hash of
+``pom.xml`` and the Java sources, into a cache directory outside the checkout; :class:`KafkaHarness`
+starts the JVM and speaks the protocol. The session fixtures ``kafka_harness`` (Kafka Streams
+4.3.1) and ``kafka_harness_3`` (3.9.1) in ``tests/kafka/conftest.py`` do both.
+
+Kafka versions: ``build(kafka_version=...)`` takes a 4.3.x or a 3.9.x release (:data:`KAFKA_VERSION`,
+:data:`KAFKA3_VERSION`). The 3.9 build (Maven profile ``kafka39``) compiles ``src/kafka39/java``
+instead of ``src/kafka43/java``: 3.9 has no KIP-1271 header-aware stores (so neither
+``timestamped_headers``, ``timestamped_window_headers`` nor ``session_headers``: see
+:data:`KAFKA3_VARIANTS` and :attr:`KafkaHarness.variants`), its RocksDBs have no KIP-1035
+``offsets`` column family, and its RocksDB is 7.9.2 (4.3's is 10.1.3).
 
 Protocol of :meth:`KafkaHarness.run` (the brief of issue 23 is its specification):
 
@@ -22,8 +30,10 @@ Protocol of :meth:`KafkaHarness.run` (the brief of issue 23 is its specification
 Cost, measured on the 2-core machine with state dirs on tmpfs: about 20 ms per run of 30 ops for
 a store with one RocksDB, plus about 12 ms per further window/session segment (each segment is a
 RocksDB that Kafka opens and closes and the dump opens read-only); JVM start 0.7 s; the Maven
-build 5 s with a warm ``~/.m2`` (about 45 s when it first downloads Kafka's jars). The JVM's
-response also carries ``timing_us`` (driver start, ops, close, dump) for profiling.
+build 5 s with a warm ``~/.m2`` (about 45 s when it first downloads Kafka's jars). Kafka 3.9.1 costs
+the same: about 25 ms per 30-op key-value run, JVM start 0.7 s, its build 8 s with a warm ``~/.m2``
+(52 s from an empty Maven repository, 107 MB with Maven's plugins). The JVM's response also carries
+``timing_us`` (driver start, ops, close, dump) for profiling.
 """
 
 from __future__ import annotations
@@ -48,9 +58,16 @@ MAIN_CLASS = "statestore.harness.Harness"
 #: What a machine needs for the harness, said by every failure to build or start it.
 INSTALL_HINT = (
     "the Kafka harness needs a Java 17 JDK (java, javac) and Maven 3.8+ (mvn) on PATH, and Maven "
-    "Central reachable for org.apache.kafka:kafka-streams 4.3.1 "
+    "Central reachable for org.apache.kafka:kafka-streams 4.3.1 (and 3.9.1 for kafka_harness_3) "
     "(Debian/Ubuntu: apt-get install openjdk-17-jdk-headless maven)"
 )
+
+#: The Kafka Streams release of the ``kafka_harness`` fixture and of :func:`build` by default.
+KAFKA_VERSION = "4.3.1"
+#: The Kafka Streams 3.x release of the ``kafka_harness_3`` fixture.
+KAFKA3_VERSION = "3.9.1"
+#: Per release line, its Maven profile in ``pom.xml`` (None: the default build, ``src/kafka43/java``).
+_PROFILES: dict[str, str | None] = {"4.3": None, "3.9": "kafka39"}
 
 VARIANTS = (
     "key_value",
@@ -67,6 +84,10 @@ VARIANTS = (
 )
 #: The variants Kafka Streams 4.3.1 has (``window_headers``: see ``Variant.of`` in the Java sources).
 KAFKA_VARIANTS = tuple(v for v in VARIANTS if v != "window_headers")
+#: The KIP-1271 header-aware variants (Kafka 4.3+).
+HEADER_VARIANTS = ("timestamped_headers", "timestamped_window_headers", "session_headers")
+#: The variants Kafka Streams 3.9.1 has: those of 4.3.1 without KIP-1271's header-aware stores.
+KAFKA3_VARIANTS = tuple(v for v in KAFKA_VARIANTS if v not in HEADER_VARIANTS)
 
 SERIALIZER_TYPES = ("string", "long", "integer", "short", "double", "float", "boolean", "bytes", "uuid")
 
@@ -90,6 +111,7 @@ class Build:
     directory: Path
     classes: Path
     classpath: str
+    kafka_version: str = KAFKA_VERSION
 
     def command(self, java: str = "java", tmpdir: str | None = None) -> list[str]:
         """The command line that starts the harness JVM.
@@ -141,9 +163,22 @@ def _cfs_order(entry: list[Any]) -> tuple[bool, int, str, str, str]:
     return (segment is not None, segment or 0, cf, key, value)
 
 
-def source_hash() -> str:
-    """sha256 over ``pom.xml`` and every file under ``src/`` (paths and contents)."""
+def _profile(kafka_version: str) -> str | None:
+    """The Maven profile of ``kafka_version``'s release line (4.3 or 3.9)."""
+    line = ".".join(kafka_version.split(".")[:2])
+    if line not in _PROFILES or len(kafka_version.split(".")) != 3:
+        raise ValueError(
+            f"kafka_version={kafka_version!r}: the harness builds a 4.3.x or 3.9.x release of Kafka "
+            f"Streams (x.y.z), e.g. {KAFKA_VERSION!r} or {KAFKA3_VERSION!r}"
+        )
+    return _PROFILES[line]
+
+
+def source_hash(kafka_version: str = KAFKA_VERSION) -> str:
+    """sha256 over the Kafka version, ``pom.xml`` and every file under ``src/`` (paths and contents)."""
     digest = hashlib.sha256()
+    digest.update(f"kafka-streams {kafka_version}".encode())
+    digest.update(b"\0")
     files = [POM, *sorted(p for p in SOURCES.rglob("*") if p.is_file())]
     for path in files:
         digest.update(str(path.relative_to(HERE)).encode())
@@ -163,17 +198,20 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def build(root: Path | None = None, *, mvn: str | None = None) -> Build:
-    """Compile the harness with Maven once per source hash; reuse the cached build after that.
+def build(root: Path | None = None, *, mvn: str | None = None, kafka_version: str = KAFKA_VERSION) -> Build:
+    """Compile the harness against Kafka Streams ``kafka_version`` with Maven once per source hash
+    (which covers the version); reuse the cached build after that.
 
     The build goes to a fresh directory beside the cache entry and is renamed into place when
     complete, so an interrupted or concurrent build never leaves a half-built entry.
 
     Raises:
+        ValueError: ``kafka_version`` is not a 4.3.x or 3.9.x release.
         HarnessBuildError: ``java``/``mvn`` is missing or Maven failed (with its output's tail).
     """
+    profile = _profile(kafka_version)
     root = cache_root() if root is None else root
-    target = root / source_hash()
+    target = root / source_hash(kafka_version)
     done = target / "classpath.txt"
     if done.is_file() and not all(Path(p).is_file() for p in done.read_text().strip().split(os.pathsep)):
         shutil.rmtree(target, ignore_errors=True)  # Maven's local repository lost a jar: build anew
@@ -189,13 +227,14 @@ def build(root: Path | None = None, *, mvn: str | None = None) -> Build:
         try:
             out = scratch / "out"
             command = [
-                mvn, "-q", "-B", "-f", str(POM), f"-Dharness.out={out}",
+                mvn, "-q", "-B", "-f", str(POM), f"-Dharness.out={out}", f"-Dkafka.version={kafka_version}",
+                *([f"-P{profile}"] if profile else []),
                 "package", "dependency:build-classpath",
             ]
             proc = subprocess.run(command, capture_output=True, text=True, check=False)
             if proc.returncode != 0 or not (out / "classpath.txt").is_file():
                 raise HarnessBuildError(
-                    f"building the Kafka harness failed ({' '.join(command)} exited "
+                    f"building the Kafka {kafka_version} harness failed ({' '.join(command)} exited "
                     f"{proc.returncode}); {INSTALL_HINT}.\nMaven output (tail):\n"
                     f"{_tail(proc.stdout + proc.stderr)}"
                 )
@@ -206,13 +245,19 @@ def build(root: Path | None = None, *, mvn: str | None = None) -> Build:
                     raise
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-    return Build(target, target / "classes", done.read_text().strip())
+    return Build(target, target / "classes", done.read_text().strip(), kafka_version)
 
 
 class KafkaHarness:
     """One harness JVM; requests are answered in order (a lock makes concurrent callers take turns).
 
     Use as a context manager or call :meth:`close`.
+
+    Attributes:
+        kafka_version: the Kafka Streams release the JVM runs (``AppInfoParser.getVersion()``).
+        variants: the store variants that release has (:data:`KAFKA_VARIANTS` for 4.3.1,
+            :data:`KAFKA3_VARIANTS` for 3.9.1), as the JVM reports them.
+        versions: ``{"kafka", "rocksdb", "java"}`` versions the JVM reports.
 
     Raises:
         HarnessDiedError: from any call once the JVM has exited or broken the protocol.
@@ -237,12 +282,14 @@ class KafkaHarness:
         except BaseException:
             self.close()
             raise
-        self.versions: dict[str, str] = {k: v for k, v in pong.items() if k != "id"}
+        self.versions: dict[str, str] = {k: v for k, v in pong.items() if k not in ("id", "variants")}
+        self.kafka_version: str = pong["kafka"]
+        self.variants: tuple[str, ...] = tuple(pong["variants"])
 
     @classmethod
-    def start(cls, root: Path | None = None) -> KafkaHarness:
-        """Build (or reuse the cached build) and start the JVM."""
-        return cls(build(root).command())
+    def start(cls, root: Path | None = None, *, kafka_version: str = KAFKA_VERSION) -> KafkaHarness:
+        """Build (or reuse the cached build) for ``kafka_version`` and start the JVM."""
+        return cls(build(root, kafka_version=kafka_version).command())
 
     def __enter__(self) -> KafkaHarness:  # noqa: PYI034 (typing.Self needs Python 3.11)
         return self
@@ -357,13 +404,22 @@ class KafkaHarness:
             dbs=response["dbs"],
         )
 
+    def _check_variant(self, variant: str) -> None:
+        if variant in KAFKA_VARIANTS and variant not in self.variants:
+            raise HarnessRequestError(
+                f"variant {variant!r} does not exist in Kafka Streams {self.kafka_version} (KIP-1271's "
+                f"header-aware stores came with 4.3); this harness has: {', '.join(self.variants)}"
+            )
+
     def run(self, variant: str, params: dict[str, Any], ops: list[dict[str, Any]]) -> RunResult:
         """Run ``ops`` against a fresh Kafka store of ``variant`` (see the module docstring).
 
         Raises:
             HarnessRequestError: unknown variant (``window_headers`` does not exist in Kafka
-                4.3.1) or params Kafka refuses (e.g. retention below window size).
+                4.3.1; the header variants do not exist in 3.9.1: see :attr:`variants`) or params
+                Kafka refuses (e.g. retention below window size).
         """
+        self._check_variant(variant)
         return self._result(self._call({"cmd": "run", "variant": variant, "params": params, "ops": ops}))
 
     def restore(
@@ -386,6 +442,10 @@ class KafkaHarness:
         the store's callback) in one batch, as one poll of the restore consumer would hand them
         over. Only ``StoreChangelogReader`` (the consumer loop, which also drops null keys) is
         left out. ``changelog`` of the result holds only what ``ops`` logged.
+
+        Raises:
+            HarnessRequestError: as :meth:`run`.
         """
+        self._check_variant(variant)
         request = {"cmd": "restore", "variant": variant, "params": params, "records": records, "ops": ops or []}
         return self._result(self._call(request))

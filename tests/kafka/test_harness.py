@@ -1,4 +1,5 @@
-"""Tests of the Kafka harness itself: the JVM answers as Kafka Streams 4.3.1's own classes do.
+"""Tests of the Kafka harness itself: the JVM answers as Kafka Streams 4.3.1's own classes do, and
+the 3.9.1 build (fixture ``kafka_harness_3``) as 3.9.1's do.
 
 Each expectation cites the Kafka class whose behaviour it states.
 """
@@ -11,12 +12,16 @@ from typing import Any
 import pytest
 
 from tests.kafka.harness import (
+    KAFKA3_VARIANTS,
+    KAFKA3_VERSION,
     KAFKA_VARIANTS,
+    KAFKA_VERSION,
     HarnessBuildError,
     HarnessDiedError,
     HarnessRequestError,
     KafkaHarness,
     build,
+    source_hash,
 )
 
 # clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java, testMurmur2.
@@ -261,3 +266,90 @@ def test_a_dead_jvm_is_reported_with_its_stderr() -> None:
 def test_a_failed_build_says_what_to_install(tmp_path: Path) -> None:
     with pytest.raises(HarnessBuildError, match="(?s)Java 17 JDK.*Maven 3.8"):
         build(tmp_path, mvn="false")
+
+
+def test_the_harness_knows_its_version_and_variants(kafka_harness: KafkaHarness) -> None:
+    assert kafka_harness.kafka_version == KAFKA_VERSION
+    assert kafka_harness.variants == KAFKA_VARIANTS
+
+
+def test_builds_are_cached_per_kafka_version(tmp_path: Path) -> None:
+    assert source_hash(KAFKA_VERSION) != source_hash(KAFKA3_VERSION)
+    with pytest.raises(ValueError, match=r"kafka_version='4\.0\.0'.*4\.3\.x or 3\.9\.x"):
+        build(tmp_path, kafka_version="4.0.0")
+
+
+# -- Kafka Streams 3.9.1 -------------------------------------------------------------------------
+
+
+def test_kafka3_harness_is_kafka_3_9_on_rocksdb_7_9(kafka_harness_3: KafkaHarness) -> None:
+    """3.9.1 depends on ``rocksdbjni`` 7.9.2 and has no KIP-1271 header-aware stores."""
+    assert kafka_harness_3.kafka_version == KAFKA3_VERSION
+    assert kafka_harness_3.versions["rocksdb"] == "7.9.2"
+    assert kafka_harness_3.variants == KAFKA3_VARIANTS
+
+
+def test_kafka3_murmur2_matches_kafka_utils_test(kafka_harness_3: KafkaHarness) -> None:
+    """``Utils.murmur2`` and ``BuiltInPartitioner.partitionForKey`` of 3.9.1: as 4.3.1's."""
+    keys = list(MURMUR2_VECTORS)
+    assert kafka_harness_3.murmur2(keys) == [MURMUR2_VECTORS[k] for k in keys]
+    more = [bytes([i]) * (i % 7) for i in range(64)]
+    assert kafka_harness_3.murmur2_partitions(more, 12) == [
+        (h & 0x7FFFFFFF) % 12 for h in kafka_harness_3.murmur2(more)
+    ]
+
+
+@pytest.mark.parametrize("variant", KAFKA3_VARIANTS)
+def test_kafka3_each_variant_puts_gets_logs_and_writes(kafka_harness_3: KafkaHarness, variant: str) -> None:
+    """Each 3.9 variant answers, logs and writes; its RocksDBs have no ``offsets`` column family
+    (KIP-1035's ``RocksDBStore`` offsets came with 4.x: 3.9 keeps ``.checkpoint`` files)."""
+    params, write, read, expected, segments = CASES[variant]
+    writes = [write, write] if variant == "window_duplicates" else [write]
+    result = kafka_harness_3.run(variant, params, [*writes, read])
+    assert result.answers[-1] == expected
+    assert result.changelog, "change logging is on: every write is logged"
+    assert result.cfs, "the write reached a column family"
+    assert {entry[0] for entry in result.cfs} == segments
+    assert result.dbs and all("offsets" not in db[2] for db in result.dbs)
+
+
+@pytest.mark.parametrize("variant", KAFKA3_VARIANTS)
+def test_kafka3_restore_rebuilds_the_same_column_families(kafka_harness_3: KafkaHarness, variant: str) -> None:
+    """3.9.1's ``ProcessorStateManager.restore`` with ``StateManagerUtil.converterForStore``."""
+    params, write, read, expected, _ = CASES[variant]
+    writes = [write, write] if variant == "window_duplicates" else [write]
+    written = kafka_harness_3.run(variant, params, writes)
+    restored = kafka_harness_3.restore(variant, params, written.changelog, ops=[read])
+    assert restored.cfs == written.cfs
+    assert restored.answers == [expected]
+    assert restored.changelog == []
+
+
+def test_kafka3_refuses_the_header_variants(kafka_harness_3: KafkaHarness) -> None:
+    for variant in sorted(set(KAFKA_VARIANTS) - set(KAFKA3_VARIANTS)):
+        with pytest.raises(HarnessRequestError, match=f"'{variant}' does not exist in Kafka Streams 3.9.1"):
+            kafka_harness_3.run(variant, {"retentionMs": 1000, "windowSizeMs": 10}, [])
+    with pytest.raises(HarnessRequestError, match="window_headers: Kafka Streams 3.9.1 has no header-aware"):
+        kafka_harness_3.run("window_headers", {"retentionMs": 1000, "windowSizeMs": 10}, [])
+    assert kafka_harness_3.run("key_value", {}, []).answers == []  # still serving
+
+
+def test_kafka3_processors_session_store_has_no_backward_fetches(
+    kafka_harness_3: KafkaHarness, kafka_harness: KafkaHarness
+) -> None:
+    """3.9.1's ``AbstractReadWriteDecorator.SessionStoreReadWriteDecorator`` (the session store a
+    processor gets from ``context.getStateStore``) forwards no ``backwardFetch`` or
+    ``backwardFindSessions``: ``ReadOnlySessionStore``'s defaults throw. 4.3.1's forwards them."""
+    ops = [
+        {"m": "put", "a": [{"k": "01", "s": 100, "e": 200}, "aa"], "rt": 200},
+        {"m": "backwardFetch", "a": ["01"], "rt": 300},
+        {"m": "backwardFindSessions", "a": ["01", 0, 300], "rt": 300},
+        {"m": "fetch", "a": ["01"], "rt": 300},
+    ]
+    session = [[{"k": "01", "s": 100, "e": 200}, "aa"]]
+    refused = {
+        "error": "UnsupportedOperationException",
+        "msg": "This API is not supported by this implementation of ReadOnlySessionStore.",
+    }
+    assert kafka_harness_3.run("session", {"retentionMs": 10_000}, ops).answers == [None, refused, refused, session]
+    assert kafka_harness.run("session", {"retentionMs": 10_000}, ops).answers == [None, session, session, session]

@@ -15,9 +15,7 @@ import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.query.QueryResult;
-import org.apache.kafka.streams.state.AggregationWithHeaders;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
-import org.apache.kafka.streams.state.ValueTimestampHeaders;
 import org.apache.kafka.streams.state.VersionedRecord;
 
 /** JSON encodings of the protocol (see tests/kafka/harness.py): bytes as lowercase hex, null as null. */
@@ -103,19 +101,6 @@ final class Codec {
         } else if (o instanceof ValueAndTimestamp) {
             final ValueAndTimestamp<?> v = (ValueAndTimestamp<?>) o;
             return F.objectNode().<ObjectNode>set("v", encode(v.value())).put("t", v.timestamp());
-        } else if (o instanceof ValueTimestampHeaders) {
-            final ValueTimestampHeaders<?> v = (ValueTimestampHeaders<?>) o;
-            final ObjectNode n = F.objectNode();
-            n.set("v", encode(v.value()));
-            n.put("t", v.timestamp());
-            n.set("h", encodeHeaders(v.headers()));
-            return n;
-        } else if (o instanceof AggregationWithHeaders) {
-            final AggregationWithHeaders<?> v = (AggregationWithHeaders<?>) o;
-            final ObjectNode n = F.objectNode();
-            n.set("v", encode(v.aggregation()));
-            n.set("h", encodeHeaders(v.headers()));
-            return n;
         } else if (o instanceof VersionedRecord) {
             final VersionedRecord<?> v = (VersionedRecord<?>) o;
             final ObjectNode n = F.objectNode();
@@ -175,6 +160,10 @@ final class Codec {
                 n.set(String.valueOf(e.getKey()), encode(e.getValue()));
             }
             return n;
+        }
+        final JsonNode withHeaders = HeaderStores.encode(o);  // ValueTimestampHeaders, AggregationWithHeaders
+        if (withHeaders != null) {
+            return withHeaders;
         }
         throw new IllegalStateException("no JSON encoding for " + o.getClass().getName());
     }

@@ -95,6 +95,8 @@ public final class Harness {
                 response.put("kafka", KAFKA_VERSION);
                 response.put("rocksdb", RocksDB.rocksdbVersion().toString());
                 response.put("java", System.getProperty("java.version"));
+                final ArrayNode variants = response.putArray("variants");
+                Variant.names().forEach(variants::add);
                 return response;
             case "murmur2": {
                 final ArrayNode result = response.putArray("result");

@@ -37,8 +37,7 @@ final class KeyValueVariant implements Variant {
                     Serdes.Bytes(), Serdes.ByteArray());
                 break;
             default:
-                b = Stores.timestampedKeyValueStoreWithHeadersBuilder(
-                    Stores.persistentTimestampedKeyValueStoreWithHeaders(STORE), Serdes.Bytes(), Serdes.ByteArray());
+                b = HeaderStores.keyValueBuilder();
         }
         return b.withCachingDisabled().withLoggingEnabled(Map.of());
     }

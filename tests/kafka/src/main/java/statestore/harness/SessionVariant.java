@@ -15,7 +15,6 @@ import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.internals.RocksDbSessionBytesStoreSupplier;
-import org.apache.kafka.streams.state.internals.RocksDbSessionHeadersBytesStoreSupplier;
 
 /**
  * session, session_headers: Kafka's SessionStore family.
@@ -38,37 +37,35 @@ final class SessionVariant implements Variant {
             throw new IllegalArgumentException(name + " needs params.retentionMs");
         }
         final Duration retention = Duration.ofMillis(Codec.lng(retentionNode));
-        final SessionBytesStoreSupplier byStores = headers
-            ? Stores.persistentSessionStoreWithHeaders(STORE, retention)
-            : Stores.persistentSessionStore(STORE, retention);
         final JsonNode interval = params.get("segmentIntervalMs");
-        if (interval == null || interval.isNull()) {
-            supplier = byStores;
-        } else {
-            final long segmentInterval = Codec.lng(interval);
+        Long segmentInterval = null;
+        if (interval != null && !interval.isNull()) {
+            segmentInterval = Codec.lng(interval);
             if (segmentInterval < 1) {
                 throw new IllegalArgumentException("segmentIntervalMs must be at least 1, got " + segmentInterval);
             }
-            supplier = headers
-                ? new RocksDbSessionHeadersBytesStoreSupplier(STORE, retention.toMillis()) {
-                    @Override
-                    public long segmentIntervalMs() {
-                        return segmentInterval;
-                    }
-                }
-                : new RocksDbSessionBytesStoreSupplier(STORE, retention.toMillis()) {
-                    @Override
-                    public long segmentIntervalMs() {
-                        return segmentInterval;
-                    }
-                };
         }
+        supplier = headers ? HeaderStores.sessionSupplier(retention, segmentInterval)
+            : plainSupplier(retention, segmentInterval);
+    }
+
+    /** Stores.persistentSessionStore, or its class with only segmentIntervalMs() overridden. */
+    private static SessionBytesStoreSupplier plainSupplier(final Duration retention, final Long segmentInterval) {
+        if (segmentInterval == null) {
+            return Stores.persistentSessionStore(STORE, retention);
+        }
+        return new RocksDbSessionBytesStoreSupplier(STORE, retention.toMillis()) {
+            @Override
+            public long segmentIntervalMs() {
+                return segmentInterval;
+            }
+        };
     }
 
     @Override
     public StoreBuilder<? extends StateStore> builder() {
         final StoreBuilder<? extends StateStore> b = kind == ValueKind.HEADERS
-            ? Stores.sessionStoreWithHeadersBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray())
+            ? HeaderStores.sessionBuilder(supplier)
             : Stores.sessionStoreBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray());
         return b.withCachingDisabled().withLoggingEnabled(Map.of());
     }

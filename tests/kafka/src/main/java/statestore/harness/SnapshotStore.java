@@ -16,7 +16,7 @@ import org.apache.kafka.streams.state.StoreBuilder;
  * {@code TopologyTestDriver.close()} has not yet deleted the state directory ({@code StateDirectory.clean()}
  * runs after the task is closed).
  */
-final class SnapshotStore implements StateStore {
+final class SnapshotStore extends StoreBase {
     static final String NAME = "harness-snapshot";
 
     private final Run run;
@@ -47,6 +47,9 @@ final class SnapshotStore implements StateStore {
         open = false;
         run.snapshot(taskDir);
     }
+
+    @Override
+    public void flush() { }
 
     @Override
     public boolean persistent() {

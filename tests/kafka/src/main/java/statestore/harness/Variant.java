@@ -2,12 +2,11 @@ package statestore.harness;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
 import java.util.List;
 import org.apache.kafka.streams.processor.StateStore;
-import org.apache.kafka.streams.state.AggregationWithHeaders;
 import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
-import org.apache.kafka.streams.state.ValueTimestampHeaders;
 
 /**
  * One store variant of the protocol: how Kafka builds it and how an op's Kafka method is called on it.
@@ -30,7 +29,26 @@ interface Variant {
     /** Calls Kafka method {@code m} with {@code args} on the store a processor sees; returns the raw answer. */
     Object call(StateStore store, String m, List<JsonNode> args);
 
+    /** The variants of KIP-1271 (Kafka 4.3): only a build with {@link HeaderStores#AVAILABLE} has them. */
+    List<String> HEADER_VARIANTS = List.of("timestamped_headers", "timestamped_window_headers", "session_headers");
+
+    /** The variants this build's Kafka version has, in the protocol's order. */
+    static List<String> names() {
+        final List<String> out = new ArrayList<>();
+        for (final String name : List.of("key_value", "timestamped", "timestamped_headers", "versioned", "window",
+                "timestamped_window", "timestamped_window_headers", "window_duplicates", "session", "session_headers")) {
+            if (HeaderStores.AVAILABLE || !HEADER_VARIANTS.contains(name)) {
+                out.add(name);
+            }
+        }
+        return out;
+    }
+
     static Variant of(final String name, final JsonNode params) {
+        if (!HeaderStores.AVAILABLE && (HEADER_VARIANTS.contains(name) || name.equals("window_headers"))) {
+            throw new UnsupportedOperationException(name + ": Kafka Streams " + Harness.KAFKA_VERSION + " has no"
+                + " header-aware stores (KIP-1271 added them in 4.3); this harness has: " + String.join(", ", names()));
+        }
         switch (name) {
             case "key_value":
             case "timestamped":
@@ -74,10 +92,9 @@ interface Variant {
                 case TIMESTAMPED:
                     return ValueAndTimestamp.make(Codec.unhex(n.get("v")), Codec.lng(n.get("t")));
                 case TIMESTAMPED_HEADERS:
-                    return ValueTimestampHeaders.make(Codec.unhex(n.get("v")), Codec.lng(n.get("t")),
-                        Codec.headers(n.get("h")));
+                    return HeaderStores.valueTimestampHeaders(n);
                 default:
-                    return AggregationWithHeaders.make(Codec.unhex(n.get("v")), Codec.headers(n.get("h")));
+                    return HeaderStores.aggregationWithHeaders(n);
             }
         }
     }

@@ -13,7 +13,6 @@ import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.internals.RocksDbWindowBytesStoreSupplier;
-import org.apache.kafka.streams.state.internals.RocksDbWindowHeadersBytesStoreSupplier;
 
 /**
  * window, timestamped_window, timestamped_window_headers, window_duplicates: Kafka's WindowStore family.
@@ -46,7 +45,7 @@ final class WindowVariant implements Variant {
                 byStores = Stores.persistentTimestampedWindowStore(STORE, retention, size, duplicates);
                 break;
             case TIMESTAMPED_HEADERS:
-                byStores = Stores.persistentTimestampedWindowStoreWithHeaders(STORE, retention, size, duplicates);
+                byStores = HeaderStores.windowSupplier(retention, size, duplicates);
                 break;
             default:
                 byStores = Stores.persistentWindowStore(STORE, retention, size, duplicates);
@@ -66,8 +65,8 @@ final class WindowVariant implements Variant {
                         RocksDbWindowBytesStoreSupplier.WindowStoreTypes.TIMESTAMPED_WINDOW_STORE);
                     break;
                 case TIMESTAMPED_HEADERS:
-                    supplier = new RocksDbWindowHeadersBytesStoreSupplier(STORE, retention.toMillis(), segmentInterval,
-                        size.toMillis(), duplicates);
+                    supplier = HeaderStores.windowSupplier(retention.toMillis(), segmentInterval, size.toMillis(),
+                        duplicates);
                     break;
                 default:
                     supplier = new RocksDbWindowBytesStoreSupplier(STORE, retention.toMillis(), segmentInterval,
@@ -84,7 +83,7 @@ final class WindowVariant implements Variant {
                 b = Stores.timestampedWindowStoreBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray());
                 break;
             case TIMESTAMPED_HEADERS:
-                b = Stores.timestampedWindowStoreWithHeadersBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray());
+                b = HeaderStores.windowBuilder(supplier);
                 break;
             default:
                 b = Stores.windowStoreBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray());
