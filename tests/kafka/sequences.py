@@ -52,10 +52,24 @@ def kv_values(variant: str) -> st.SearchStrategy[Any]:
     return st.fixed_dictionaries({"v": payloads, "t": stamp, "h": headers})
 
 
+def query(kind: str, **fields: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """An IQv2 op: ``StateStore.query`` with a query of ``kind`` (fields may be None)."""
+    spec = st.fixed_dictionaries({"type": st.just(kind), **fields})
+    return _op("query", spec)
+
+
+ascending = st.one_of(st.none(), st.booleans())
+
+
 def key_value_ops(variant: str) -> st.SearchStrategy[dict[str, Any]]:
     values = kv_values(variant)
     nullable = st.one_of(st.none(), values)
     return st.one_of(
+        query("KeyQuery", key=keys),
+        query("TimestampedKeyQuery", key=keys),
+        query("RangeQuery", lower=optional_keys, upper=optional_keys, ascending=ascending),
+        query("TimestampedRangeQuery", lower=optional_keys, upper=optional_keys,
+              ascending=ascending),  # fmt: skip
         _op("put", keys, nullable),
         _op("put", keys, values),
         _op("putIfAbsent", keys, nullable),
@@ -84,6 +98,10 @@ def versioned_ops(params: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
         _op("delete", keys, t),
         _op("get", keys),
         _op("get", keys, t),
+        query("VersionedKeyQuery", key=keys, asOf=st.one_of(st.none(), t)),
+        query("MultiVersionedKeyQuery", key=keys, fromTime=st.one_of(st.none(), t),
+              toTime=st.one_of(st.none(), t), ascending=ascending),  # fmt: skip
+        query("KeyQuery", key=keys),
     )
 
 
@@ -119,6 +137,9 @@ def window_ops(variant: str, params: dict[str, Any]) -> st.SearchStrategy[dict[s
         _op("backwardFetchAll", t, t),
         _op("all"),
         _op("backwardAll"),
+        query("WindowKeyQuery", key=keys, fromTime=t, toTime=t),
+        query("WindowRangeQuery", key=keys),
+        query("WindowRangeQuery", fromTime=t, toTime=t),
     )
 
 
@@ -153,6 +174,8 @@ def session_ops(variant: str, params: dict[str, Any]) -> st.SearchStrategy[dict[
         _op("fetch", optional_keys, optional_keys),
         _op("backwardFetch", keys),
         _op("backwardFetch", optional_keys, optional_keys),
+        query("WindowRangeQuery", key=keys),
+        query("WindowKeyQuery", key=keys, fromTime=t, toTime=t),
         # Not findSessions(earliestEnd, latestEnd): Kafka's RocksDBSessionStore refuses it
         # (UnsupportedOperationException: only the time-ordered emit-final store answers it),
         # ours answers it from the same layout (stores.session.store.find_sessions_by_end).
@@ -181,6 +204,11 @@ def ops_of(variant: str, params: dict[str, Any]) -> st.SearchStrategy[dict[str, 
     return window_ops(variant, params)
 
 
-def sequences(variant: str, params: dict[str, Any]) -> st.SearchStrategy[list[dict[str, Any]]]:
-    """Op sequences of ``variant``: up to 40 ops."""
-    return st.lists(ops_of(variant, params), min_size=1, max_size=40)
+def sequences(
+    variant: str, params: dict[str, Any], without: frozenset[str] = frozenset()
+) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Op sequences of ``variant``: up to 40 ops, none of a method in ``without``."""
+    ops = ops_of(variant, params)
+    if without:
+        ops = ops.filter(lambda op: op["m"] not in without)
+    return st.lists(ops, min_size=1, max_size=40)
