@@ -34,10 +34,13 @@ def _op(method: str, *args: Any) -> st.SearchStrategy[dict[str, Any]]:
 record_times = st.integers(0, 20)
 
 
-def times(span: int, boundaries: list[int]) -> st.SearchStrategy[int]:
-    """Timestamps in ``[0, span]``, half of them on or next to a boundary."""
+def times(span: int, boundaries: list[int], step: int) -> st.SearchStrategy[int]:
+    """Timestamps in ``[0, span]``: on a grid of ``step`` (so that differences hit the
+    retention, the grace period and the segment interval exactly), on or next to a
+    boundary, or anywhere."""
     near = st.sampled_from(boundaries).flatmap(lambda b: st.integers(max(b - 1, 0), b + 1))
-    return st.one_of(st.integers(0, span), near)
+    grid = st.integers(0, span // step).map(lambda i: i * step)
+    return st.one_of(grid, near, st.integers(0, span))
 
 
 # -- key-value family ---------------------------------------------------------------------------
@@ -91,7 +94,7 @@ VERSIONED_PARAMS = {"historyRetentionMs": 100, "segmentIntervalMs": 30}
 
 def versioned_ops(params: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     retention, interval = params["historyRetentionMs"], params["segmentIntervalMs"]
-    t = times(400, [0, interval, 2 * interval, retention, retention + interval, 300])
+    t = times(400, [0, interval, 2 * interval, retention, retention + interval, 300], 10)
     return st.one_of(
         _op("put", keys, payloads, t),
         _op("put", keys, st.none(), t),
@@ -123,7 +126,7 @@ def window_values(variant: str) -> st.SearchStrategy[Any]:
 
 def window_ops(variant: str, params: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     interval, retention = params["segmentIntervalMs"], params["retentionMs"]
-    t = times(600_000, [0, interval, 2 * interval, retention, retention + interval, 400_000])
+    t = times(600_000, [0, interval, 2 * interval, retention, retention + interval, 400_000], 10_000)
     values = window_values(variant)
     return st.one_of(
         _op("put", keys, values, t),
@@ -156,7 +159,7 @@ def session_values(variant: str) -> st.SearchStrategy[Any]:
 
 def session_ops(variant: str, params: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     interval, retention = params["segmentIntervalMs"], params["retentionMs"]
-    t = times(600_000, [0, interval, 2 * interval, retention, retention + interval, 400_000])
+    t = times(600_000, [0, interval, 2 * interval, retention, retention + interval, 400_000], 10_000)
     sessions = st.tuples(keys, t, st.integers(0, 30_000)).map(
         lambda ksd: {"k": ksd[0], "s": ksd[1], "e": ksd[1] + ksd[2]}
     )

@@ -25,16 +25,31 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.kafka.harness import KAFKA3_VARIANTS, KAFKA_VARIANTS
+from tests.kafka.harness import HEADER_VARIANTS, KAFKA3_VARIANTS, KAFKA_VARIANTS
 from tests.kafka.ours import run
 from tests.kafka.sequences import WINDOW_PARAMS, params_of, sequences
 
 EXAMPLES = int(os.environ.get("STATE_STORE_KAFKA_EXAMPLES", "200"))
 
 
-def _same_answer(kafka: Any, ours: Any) -> bool:
+def _same_answer(kafka: Any, ours: Any, variant: str, op: dict[str, Any]) -> bool:
     """Equal, or both an error (the exception classes are Java's and ours), or both the same
-    failed query result (the reason compared; messages name Java or Python classes)."""
+    failed query result (the reason compared; messages name Java or Python classes).
+
+    Versioned ``get(key, asOf)`` and ``delete``: Kafka's processor-facing store drops the
+    record's validTo (``MeteredVersionedKeyValueStore`` passes it through a
+    ``ValueAndTimestamp``); ours answers as ``RocksDBVersionedStore`` itself does, with it. The
+    value and timestamp are compared here; validity intervals by the IQv2 queries
+    (``VersionedKeyQuery``, ``MultiVersionedKeyQuery``), which keep them in Kafka too."""
+    if (
+        variant == "versioned"
+        and op["m"] in ("get", "delete")
+        and len(op["a"]) == 2
+        and isinstance(kafka, dict)
+        and isinstance(ours, dict)
+        and kafka.get("to", 0) is None
+    ):
+        ours = {**ours, "to": None}
     if isinstance(kafka, dict) and "error" in kafka:
         return isinstance(ours, dict) and "error" in ours
     if isinstance(kafka, dict) and kafka.get("ok") is False:
@@ -46,10 +61,10 @@ def _cf_key(row: list[Any]) -> tuple[Any, ...]:
     return (-1 if row[0] is None else row[0], row[1], row[2], row[3])
 
 
-def assert_same(ops: list[dict[str, Any]], kafka: Any, ours: Any) -> None:
+def assert_same(variant: str, ops: list[dict[str, Any]], kafka: Any, ours: Any) -> None:
     """Kafka's run and ours agree; the message names the first difference."""
     for index, (op, k, o) in enumerate(zip(ops, kafka.answers, ours.answers)):
-        assert _same_answer(k, o), f"op {index} {op}: Kafka answered {k}, ours {o}"
+        assert _same_answer(k, o, variant, op), f"op {index} {op}: Kafka answered {k}, ours {o}"
     assert len(kafka.answers) == len(ours.answers)
     for index, (k, o) in enumerate(zip(kafka.changelog, ours.changelog)):
         assert k == o, f"changelog record {index}: Kafka's {k}, ours {o}"
@@ -105,14 +120,17 @@ def check_same(
         kafka = harness.run(variant, params, ops)
         with tempfile.TemporaryDirectory(prefix="ours-") as folder:
             ours = run(variant, params, ops, Path(folder) / "store")
-        assert_same(ops, kafka, ours)
+        assert_same(variant, ops, kafka, ours)
 
     same()
 
 
 @pytest.mark.parametrize(("variant", "params"), CASES, ids=_ids(CASES))
 def test_same_as_kafka(kafka_harness: Any, variant: str, params: dict[str, Any]) -> None:
-    check_same(kafka_harness, variant, params)
+    # Kafka 4.3.1's header-aware stores refuse every IQv2 query; ours answer as 4.4 does
+    # (KAFKA-20703), checked against Kafka 4.4 in test_queries_kafka.py.
+    without = frozenset({"query"}) if variant in HEADER_VARIANTS else frozenset()
+    check_same(kafka_harness, variant, params, without)
 
 
 @pytest.mark.parametrize(("variant", "params"), CASES_3, ids=_ids(CASES_3))
