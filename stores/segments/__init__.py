@@ -12,6 +12,8 @@ neither.
 - :mod:`~stores.segments.lookups`: ``SegmentedLookups``, the bulk put and scan machinery that
   the window and session lookups (``stores.window.lookups``, ``stores.session.lookups``) build
   on.
+- :mod:`~stores.segments.ordered`: Kafka's ``OrderedBytes``, the bounds both kinds scan for a
+  key range (byte for byte, with the rows they leave out).
 - :mod:`~stores.segments.columns`: ``SegmentedBase`` and the columnar state both kinds compute
   from their changelog with Arrow (``stores.window.columns``, ``stores.session.columns``).
 

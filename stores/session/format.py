@@ -45,6 +45,7 @@ from stores.formats.headers import (
     split_headers_column,
 )
 from stores.records import Headers, ValueAndHeaders
+from stores.segments import ordered
 from stores.segments.store import Converter
 
 #: Kafka's ``RocksDBMigratingSessionStoreWithHeaders`` column family of header-aware values.
@@ -59,9 +60,6 @@ MIN_LONG = -(2**63)
 
 _SUFFIX = struct.Struct(">qq")
 _LONG = struct.Struct(">q")
-#: The largest suffix a stored session can have: windows never have negative times (Kafka's
-#: ``Window`` refuses a negative start, and the end is not before the start).
-_MAX_SUFFIX = _SUFFIX.pack(MAX_LONG, MAX_LONG)
 _MIN_SUFFIX = bytes(SUFFIX_SIZE)
 
 
@@ -127,40 +125,36 @@ def session_end(binary: bytes) -> int:
     return decode_session_key(binary)[2]
 
 
-def lower_bound(key_from: bytes | None) -> bytes | None:
-    """The smallest binary key a session of a key ``>= key_from`` can have (None: unbounded).
+def lower_range(key_from: bytes) -> bytes:
+    """Kafka's ``SessionKeySchema.lowerRange``: ``key_from`` + 16 zero bytes
+    (``OrderedBytes.lowerRange``), below every binary key of a key >= ``key_from``."""
+    return ordered.lower_range(key_from, _MIN_SUFFIX)
 
-    Every binary key starts with its record key, so it sorts at or after that key.
+
+def upper_range(key_to: bytes, latest_start: int) -> bytes:
+    """Kafka's ``SessionKeySchema.upperRange``: ``OrderedBytes.upperRange(key_to, [MAX_LONG
+    (8)][latest_start (8)])``, byte for byte.
+
+    The suffix starts with ``7f``, so the bound keeps the first byte of ``key_to`` and then its
+    bytes while they are >= ``7f``. It is not a bound of every session of a key <= ``key_to``
+    (a shorter key whose end's bytes sort above what follows it in ``key_to``: ``b""`` with an
+    end of 2**55 or more against ``key_to`` ``b"\\x00"``); Kafka never reads those sessions in a
+    key-range search, and we scan the same bounds so that we answer as Kafka does
+    (:mod:`stores.segments.ordered`).
     """
-    return None if key_from is None else key_from
+    return ordered.upper_range(key_to, _SUFFIX.pack(MAX_LONG, latest_start))
 
 
-def upper_bound(key_from: bytes | None, key_to: bytes | None) -> bytes | None:
-    """The largest binary key a session of a key in ``[key_from, key_to]`` can have.
-
-    A key equal to ``key_to`` ends at ``key_to + max suffix``; a shorter key that is a prefix of
-    ``key_to`` is also in range and may sort after that (``a + 7f..`` > ``a\\x00 + ...``), so the
-    bound is the largest of ``prefix + max suffix`` over the prefixes that are still ``>=
-    key_from``. Kafka's ``OrderedBytes.upperRange`` approximates the same bound assuming keys of
-    at least one byte and timestamps below ``0x7f00...``; this bound holds for every key. The
-    scan is only narrowed by it: every session read is still checked against the query.
-    """
-    if key_to is None:
-        return None
-    best = key_to + _MAX_SUFFIX
-    for size in range(len(key_to)):
-        prefix = key_to[:size]
-        if key_from is not None and prefix < key_from:
-            continue
-        candidate = prefix + _MAX_SUFFIX
-        if candidate > best:
-            best = candidate
-    return best
+def lower_range_fixed_size(key: bytes, earliest_end: int) -> bytes:
+    """Kafka's ``SessionKeySchema.lowerRangeFixedSize``: the session ``[0, max(0,
+    earliest_end)]`` of ``key``, the first binary key of a session of ``key`` ending then."""
+    return encode_session_key(key, 0, max(0, earliest_end))
 
 
-def single_key_bounds(key: bytes) -> tuple[bytes, bytes]:
-    """The inclusive binary range holding every session of exactly ``key``."""
-    return key + _MIN_SUFFIX, key + _MAX_SUFFIX
+def upper_range_fixed_size(key: bytes, latest_start: int) -> bytes:
+    """Kafka's ``SessionKeySchema.upperRangeFixedSize``: the session ``[latest_start,
+    MAX_LONG]`` of ``key``, the last binary key of a session of ``key`` starting by then."""
+    return encode_session_key(key, latest_start, MAX_LONG)
 
 
 def encode_with_headers_value(value: bytes, headers: Headers) -> bytes:
@@ -283,9 +277,10 @@ __all__ = [
     "decode_with_headers_value",
     "encode_session_key",
     "encode_with_headers_value",
-    "lower_bound",
+    "lower_range",
+    "lower_range_fixed_size",
     "session_end",
     "session_key_suffixes",
-    "single_key_bounds",
-    "upper_bound",
+    "upper_range",
+    "upper_range_fixed_size",
 ]

@@ -16,6 +16,10 @@ Kafka's behaviour, kept here (``AbstractRocksDBSegmentedBytesStore`` with ``Sess
   a segment; ``backward_*`` reverses both. A None key bound is open (KIP-763); an inverted key
   range returns nothing and logs Kafka's warning.
 - ``fetch(key)`` is ``find_sessions(key, 0, MAX)``; ``fetch(key_from, key_to)`` likewise.
+- A key range is scanned, segment by segment, between ``SessionKeySchema.lowerRange`` and
+  ``upperRange`` (``OrderedBytes``), so a session of a key in range whose binary key sorts above
+  the upper bound is not returned (Kafka's accident: it takes an end of 2**55 or more, e.g.
+  ``b""`` against ``key_to`` ``b"\\x00"``; :mod:`stores.segments.ordered`).
 
 ``SessionStoreWithHeaders`` keeps ``[varint headersSize][headers][aggregate]`` in
 ``sessionKeyValueWithHeaders`` and reads a plain store's ``default`` family lazily with empty
@@ -70,9 +74,10 @@ from stores.session.format import (
     SessionValueFormat,
     decode_session_key,
     encode_session_key,
-    lower_bound,
-    single_key_bounds,
-    upper_bound,
+    lower_range,
+    lower_range_fixed_size,
+    upper_range,
+    upper_range_fixed_size,
 )
 from stores.session.lookups import SessionLookups
 
@@ -438,8 +443,14 @@ class _SessionStoreBase(SegmentedStoreBase, Generic[V]):
     ) -> KeyValueIterator:
         self._check_open()
         actual = self._segments.actual_from(earliest)
-        lower, upper = single_key_bounds(key)
-        rows = self._segments.range(lower, upper, actual, MAX_LONG, reverse=not forward)
+        # Kafka's AbstractRocksDBSegmentedBytesStore.fetch(key, from, to): fixed-size bounds.
+        rows = self._segments.range(
+            lower_range_fixed_size(key, actual),
+            upper_range_fixed_size(key, latest),
+            actual,
+            MAX_LONG,
+            reverse=not forward,
+        )
         return self._track(self._sessions(rows, key, key, actual, latest))
 
     def _find_range(
@@ -455,8 +466,13 @@ class _SessionStoreBase(SegmentedStoreBase, Generic[V]):
             log.warning(INVALID_KEY_RANGE_WARNING)
             return self._track(iter(()))
         actual = self._segments.actual_from(earliest)
+        # Kafka's AbstractRocksDBSegmentedBytesStore.fetch(keyFrom, keyTo, from, to): the
+        # SessionKeySchema bounds (OrderedBytes), which leave some sessions in range unread.
         rows = self._segments.range(
-            lower_bound(key_from), upper_bound(key_from, key_to), actual, MAX_LONG,
+            None if key_from is None else lower_range(key_from),
+            None if key_to is None else upper_range(key_to, latest),
+            actual,
+            MAX_LONG,
             reverse=not forward,
         )
         return self._track(self._sessions(rows, key_from, key_to, actual, latest))

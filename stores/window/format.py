@@ -71,6 +71,7 @@ from stores.records import (
     ValueTimestampHeaders,
     Window,
 )
+from stores.segments import ordered
 from stores.segments.store import Converter
 
 TIMESTAMP_SIZE = 8
@@ -88,6 +89,7 @@ TIMESTAMPED_HEADERS_CF = "keyValueWithTimestampAndHeaders"
 SEQNUM_KEY = b"windowSequenceNumber"
 
 _SUFFIX = struct.Struct(">qi")
+_MIN_SUFFIX = bytes(SUFFIX_SIZE)
 _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
 
@@ -169,24 +171,22 @@ def upper_range_fixed_size(key: bytes, time_to: int) -> bytes:
 
 
 def lower_range(key_from: bytes) -> bytes:
-    """Kafka's ``lowerRange``: ``key_from`` + 12 zero bytes, below every store key of a key
-    >= ``key_from`` (whatever its length)."""
-    return key_from + bytes(SUFFIX_SIZE)
+    """Kafka's ``WindowKeySchema.lowerRange``: ``key_from`` + 12 zero bytes
+    (``OrderedBytes.lowerRange``), below every store key of a key >= ``key_from``."""
+    return ordered.lower_range(key_from, _MIN_SUFFIX)
 
 
 def upper_range(key_to: bytes, time_to: int) -> bytes:
-    """An inclusive upper bound above every store key of a key <= ``key_to`` with a window start
-    <= ``time_to``.
+    """Kafka's ``WindowKeySchema.upperRange``: ``OrderedBytes.upperRange(key_to, [time_to
+    (8)][MAX_INT (4)])``, byte for byte.
 
-    Kafka's ``OrderedBytes.upperRange`` keeps the longest prefix of ``key_to`` whose bytes are
-    >= the first byte of the suffix, then appends ``[time_to][MAX_INT]``. A shorter key that is a
-    prefix of ``key_to`` sorts with its timestamp bytes where ``key_to`` continues, so the bound
-    must cover ``prefix + suffix`` for every prefix; we take the largest of those candidates,
-    which is Kafka's bound except where a tie in Kafka's greedy choice would leave one out.
-    Entries beyond the true range are filtered afterwards either way.
+    It is not a bound of every store key of a key <= ``key_to``: with a first time byte of 0
+    (any ``time_to`` below 2**56) it is ``key_to + suffix``, below the rows of a shorter key
+    that ``key_to`` extends with a 0 byte (``b""`` at time 1 sorts after ``00 + [1][MAX]``).
+    Kafka never reads those rows in a key-range fetch; we scan the same bounds so that we
+    answer as Kafka does (:mod:`stores.segments.ordered`).
     """
-    suffix = _SUFFIX.pack(time_to, MAX_SEQNUM)
-    return max(key_to[:i] + suffix for i in range(len(key_to) + 1))
+    return ordered.upper_range(key_to, _SUFFIX.pack(time_to, MAX_SEQNUM))
 
 
 def time_window_for_size(start: int, window_size_ms: int) -> Window:

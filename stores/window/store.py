@@ -37,6 +37,12 @@ the second at 0).
 Kafka's accident kept: a single-window ``fetch(key, time)`` on a store with duplicates reads
 the row of the current sequence number (``RocksDBWindowStore.fetch``), so it answers only for
 the window the last put wrote, with that put's value; every other window reads as None.
+
+Kafka's accident kept: a key-range ``fetch`` / ``backward_fetch`` scans each segment between
+Kafka's ``WindowKeySchema.lowerRange`` / ``upperRange`` (``OrderedBytes``, which assume keys of
+at least one byte), so a window of a key in range whose store key sorts above the upper bound is
+not returned: with ``b""`` at 0 and 1, ``fetch(None, b"\\x00", 0, 1)`` returns the window at 0
+only (:mod:`stores.segments.ordered`).
 """
 
 from __future__ import annotations

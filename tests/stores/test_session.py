@@ -28,7 +28,10 @@ from stores.session.format import (
     decode_with_headers_value,
     encode_session_key,
     encode_with_headers_value,
-    upper_bound,
+    lower_range,
+    lower_range_fixed_size,
+    upper_range,
+    upper_range_fixed_size,
 )
 from stores.session.store import (
     AggregationWithHeaders,
@@ -593,7 +596,23 @@ def test_migration_expires_old_segments_in_both_families(tmp_path: Path) -> None
         assert list(store.wrapped.range(cf=DEFAULT_CF)) == []
 
 
-# -- the bound that narrows key-range scans ---------------------------------------------------------
+# -- the bounds of key-range scans: Kafka's SessionKeySchema / OrderedBytes ----------------------
+
+
+def test_golden_range_bounds() -> None:
+    """``SessionKeySchema.lowerRange/upperRange`` (``OrderedBytes``) and the fixed-size bounds of
+    a single key, byte for byte."""
+    suffix = "7fffffffffffffff" "0000000000000005"  # [MAX_LONG][latest start 5]
+    assert lower_range(b"ab").hex() == "6162" + "00" * 16
+    # The suffix starts with 7f: the first byte of the key always, then its bytes >= 7f.
+    assert upper_range(b"ab", 5).hex() == "61" + suffix
+    assert upper_range(b"a\x7f\x80\x01", 5).hex() == "617f80" + suffix
+    assert upper_range(b"\x00", 5).hex() == "00" + suffix
+    assert upper_range(b"", 5).hex() == suffix
+    assert lower_range_fixed_size(b"a", 7).hex() == "61" "0000000000000007" "0000000000000000"
+    assert lower_range_fixed_size(b"a", -7).hex() == "61" "0000000000000000" "0000000000000000"
+    assert upper_range_fixed_size(b"a", 5).hex() == "61" "7fffffffffffffff" "0000000000000005"
+
 
 KEY = st.binary(max_size=4).map(lambda b: b.replace(b"\x01", b"\x7f").replace(b"\x02", b"\xff"))
 TIME = st.one_of(
@@ -602,15 +621,36 @@ TIME = st.one_of(
 
 
 @settings(max_examples=300, deadline=None)
-@given(key_from=st.one_of(st.none(), KEY), key_to=KEY, key=KEY, a=TIME, b=TIME)
-def test_upper_bound_covers_every_session_in_range(
-    key_from: bytes | None, key_to: bytes, key: bytes, a: int, b: int
+@given(key_to=KEY, key=KEY, a=TIME, b=TIME, latest=TIME)
+def test_kafka_upper_range_covers_sessions_ending_before_2_pow_55(
+    key_to: bytes, key: bytes, a: int, b: int, latest: int
 ) -> None:
+    """Kafka's bound leaves out no session of a key <= ``key_to`` starting by ``latest`` unless
+    its end is 2**55 or more (see :func:`test_kafka_range_leaves_out_a_session_ending_late`)."""
     start, end = min(a, b), max(a, b)
-    if (key_from is not None and key < key_from) or key > key_to:
+    if key > key_to or start > latest or end >= 2**55:
         return
-    bound = upper_bound(key_from, key_to)
-    assert bound is not None and encode_session_key(key, start, end) <= bound
+    assert encode_session_key(key, start, end) <= upper_range(key_to, latest)
+
+
+@pytest.mark.parametrize("forward", [True, False])
+def test_kafka_range_leaves_out_a_session_ending_late(tmp_path: Path, forward: bool) -> None:
+    """Kafka's accident, kept: ``findSessions(null, 00, 0, MAX)`` never reads the session of
+    ``b""`` ending at 2**55, whose binary key ``[2**55][0]`` sorts above
+    ``SessionKeySchema.upperRange(00, MAX)`` = ``00 + [MAX_LONG][MAX_LONG]``; the single-key
+    search of ``b""`` (fixed-size bounds) finds it. Checked against Kafka 4.3.1 in
+    ``tests/kafka/test_window_ranges_kafka.py``."""
+    late = 2**55
+    with SessionStore(tmp_path / "s", RETENTION) as store:
+        store.put(b"", 0, late, b"1")
+        store.put(b"\x00", 0, late, b"2")
+        find = store.find_sessions if forward else store.backward_find_sessions
+        assert [kv.key.key for kv in find(None, b"\x00", 0, MAX_LONG)] == [b"\x00"]
+        assert [kv.key.key for kv in find(b"", b"\x00", 0, MAX_LONG)] == [b"\x00"]
+        assert [kv.key.key for kv in find(b"", 0, MAX_LONG)] == [b""]
+        # Byte order: 00 + [2**55] (00 00 80 ...) before [2**55] (00 80 ...).
+        assert [kv.key.key for kv in find(None, b"\x01", 0, MAX_LONG)] == (
+            [b"\x00", b""] if forward else [b"", b"\x00"])
 
 
 @pytest.mark.parametrize("kind", ["plain", "headers"])

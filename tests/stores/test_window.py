@@ -340,11 +340,43 @@ def test_key_range_over_keys_of_different_lengths(ws: Adapter) -> None:
     keys = [b"a", b"a\x00", b"a\x00\x00", b"a\x01", b"ab", b"b", b"\x00", b"a\xff"]
     for i, key in enumerate(keys):
         ws.put(key, b"v%d" % i, 100 + i)
+    # Kafka's accident (WindowKeySchema.upperRange): the bound 61 00 + [1000][MAX_INT] sorts
+    # below b"a" at 100 (61 + [100][0]), so Kafka never reads it, though b"a" is in range.
     got = {kv.key.key for kv in ws.fetch(b"a", b"a\x00", 0, 1000)}
+    assert got == {b"a\x00"}
+    # With a time bound of 2**56 or more the bound keeps only b"a": b"a" is read.
+    got = {kv.key.key for kv in ws.fetch(b"a", b"a\x00", 0, MAX_LONG)}
     assert got == {b"a", b"a\x00"}
     got = {kv.key.key for kv in ws.fetch(b"a\x00", b"ab", 0, 1000)}
     assert got == {b"a\x00", b"a\x00\x00", b"a\x01", b"ab"}
     assert [kv.value for kv in ws.fetch(b"a", 0, 1000)] == [b"v0"]
+
+
+@pytest.mark.parametrize("dups", [False, True])
+def test_key_range_reads_what_kafka_s_bounds_reach(make: Callable[..., Adapter], dups: bool) -> None:
+    """Kafka's ``AbstractRocksDBSegmentedBytesStore.fetch(keyFrom, keyTo, from, to)`` scans each
+    segment between ``WindowKeySchema.lowerRange(keyFrom)`` and ``upperRange(keyTo, to)``
+    (``OrderedBytes``), then filters with ``hasNextCondition``: a row in range that sorts above
+    the bound is never read. ``upperRange(00, 1)`` = ``00 + [1][MAX_INT]`` sorts below b"" at 1
+    (``[1][seq]``); ``upperRange(00, 60001)`` = ``00 + [60001][MAX_INT]`` lies above b"" at 0
+    and 1 but below b"" at 60000 and 60001 (``[00 00 00 00 00 00 ea 6x]``). Checked against
+    Kafka 4.3.1 in ``tests/kafka/test_window_ranges_kafka.py``."""
+    ws = make(size=10_000, dups=dups)
+    for start in (0, 1, 60_000, 60_001):
+        ws.put(b"", b"%d" % start, start)
+
+    def starts(rows: list[Any]) -> list[int]:
+        return [kv.key.start for kv in rows]
+
+    assert starts(ws.fetch(None, b"\x00", 0, 1)) == [0]
+    assert starts(ws.backward_fetch(None, b"\x00", 0, 1)) == [0]
+    assert starts(ws.fetch(b"", b"\x00", 0, 1)) == [0]
+    assert starts(ws.fetch(None, b"\x00", 0, 60_001)) == [0, 1]
+    assert starts(ws.backward_fetch(None, b"\x00", 0, 60_001)) == [1, 0]
+    assert starts(ws.fetch(None, b"", 0, 60_001)) == [0, 1, 60_000, 60_001]
+    assert starts(ws.fetch(None, b"\x01", 0, 60_001)) == [0, 1, 60_000, 60_001]
+    assert starts(ws.fetch(None, None, 0, 60_001)) == [0, 1, 60_000, 60_001]
+    assert [kv.key for kv in ws.fetch(b"", 0, 60_001)] == [0, 1, 60_000, 60_001]
 
 
 def test_delete_and_update(ws: Adapter) -> None:
@@ -639,8 +671,14 @@ def test_golden_key_layout() -> None:
     assert decode_window_key(key) == (b"\x00\x00\x00\x07", 60_000, 3)
     assert lower_range(b"ab").hex() == "6162" + "00" * 12
     assert upper_range(b"ab", 5).hex() == "6162" "0000000000000005" "7fffffff"
-    # A bound below the timestamp's first byte: the prefix before it carries the suffix.
-    assert upper_range(b"a\x00", 5).hex() == "61" "0000000000000005" "7fffffff"
+    # Kafka's WindowKeySchema.upperRange = OrderedBytes.upperRange(key, [to][MAX_INT]): with a
+    # first time byte of 0 the whole key comes first (even one ending in 00); otherwise the first
+    # byte of the key, then its bytes while they are >= the first time byte.
+    assert upper_range(b"a\x00", 5).hex() == "6100" "0000000000000005" "7fffffff"
+    assert upper_range(b"", 5).hex() == "0000000000000005" "7fffffff"
+    assert upper_range(b"\x0c\x0c\x09", 0x0AFFFFFFFFFFFFFF).hex() == (
+        "0c0c" "0affffffffffffff" "7fffffff")  # Kafka's WindowKeySchemaTest
+    assert upper_range(b"\x01\x80\x7f", -1).hex() == "01" "ffffffffffffffff" "7fffffff"
 
 
 def _raw_rows(store: Any, cf: str) -> list[tuple[str, str]]:
