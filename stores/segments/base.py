@@ -53,6 +53,7 @@ class SegmentedStoreBase:
         segment_interval_ms: int,
         data_cf: str,
         legacy_cfs: Sequence[tuple[str, Converter]],
+        expire_on_every_put: bool = False,
     ) -> None:
         if (path is None) == (db is None):
             raise TypeError(f"{type(self).__name__}() takes a path or db=, not both or neither")
@@ -70,6 +71,7 @@ class SegmentedStoreBase:
                 data_cf=data_cf,
                 meta_cf=SEGMENTS_META_CF,
                 legacy_cfs=legacy_cfs,
+                expire_on_every_put=expire_on_every_put,
             )
         except BaseException:
             if self._owns_db:

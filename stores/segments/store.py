@@ -132,6 +132,7 @@ class SegmentedBytesStore:
         data_cf: str = DEFAULT_CF,
         meta_cf: str = SEGMENTS_META_CF,
         legacy_cfs: Sequence[tuple[str, Converter]] = (),
+        expire_on_every_put: bool = False,
     ) -> None:
         if retention_ms < 0:
             raise InvalidOptionError(f"retention_ms cannot be negative, got {retention_ms}")
@@ -145,6 +146,10 @@ class SegmentedBytesStore:
         self.data_cf = data_cf
         self.meta_cf = meta_cf
         self.legacy_cfs = tuple(legacy_cfs)
+        #: Kafka 4.3.1's session stores with headers clean up expired segments on every put
+        #: (``SessionSegmentsWithHeaders.getOrCreateSegmentIfLive``), the others only on a put
+        #: they write (``AbstractSegments.getOrCreateSegmentIfLive``).
+        self.expire_on_every_put = expire_on_every_put
         # Only families holding data at open time are consulted: the common case (no legacy
         # data) then costs nothing. Kafka decides between single- and dual-family access the
         # same way, when the store is opened.
@@ -226,7 +231,9 @@ class SegmentedBytesStore:
         # a dropped put cleans nothing); a range tombstone per put would slow reads, so we drop
         # segments only when the first live one moves, counting from this layer's creation
         # (a store reopened with a shorter retention expires on its first put, as Kafka's).
-        if written and (self._expired_below is None or min_live > self._expired_below):
+        if (written or self.expire_on_every_put) and (
+            self._expired_below is None or min_live > self._expired_below
+        ):
             self._expire_below(min_live)
             self._expired_below = min_live
         return written
@@ -305,7 +312,7 @@ class SegmentedBytesStore:
             live = [segment_id(time - retention, interval) for time in stream]
             dropped = sum(1 for sid, low in zip(sids, live) if sid < low)
             # Only a written row cleans up (see put); the last one cleans at the final time.
-            expires = expires and dropped < len(sids)
+            expires = expires and (dropped < len(sids) or self.expire_on_every_put)
             if expires:
                 keep = [i for i, sid in enumerate(sids) if sid >= final_live]
             else:

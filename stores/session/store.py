@@ -110,6 +110,9 @@ class _SessionStoreBase(SegmentedStoreBase, Generic[V]):
 
     kind: ClassVar[str] = "session"
     _format: ClassVar[SessionValueFormat] = PLAIN
+    #: Whether expired segments are dropped on every put, even one dropped as expired (see
+    #: ``SegmentedBytesStore.expire_on_every_put``).
+    _expire_on_every_put: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -129,6 +132,7 @@ class _SessionStoreBase(SegmentedStoreBase, Generic[V]):
             segment_interval_ms=interval,
             data_cf=self._format.data_cf,
             legacy_cfs=self._format.legacy_cfs,
+            expire_on_every_put=self._expire_on_every_put,
         )
         # Kafka closes a store's open iterators when the store closes; so do we (quietly).
         self._scans: weakref.WeakSet[Generator[Any, None, None]] = weakref.WeakSet()
@@ -565,6 +569,8 @@ class SessionStoreWithHeaders(_SessionStoreBase[ValueAndHeaders[bytes]]):
     """
 
     _format = WITH_HEADERS
+    # Kafka 4.3.1: SessionSegmentsWithHeaders cleans up on every put, a dropped one too.
+    _expire_on_every_put = True
 
     @property
     def upgrade_mode(self) -> bool:

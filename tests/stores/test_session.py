@@ -693,3 +693,18 @@ def test_a_session_of_an_expired_segment_is_skipped_with_kafka_s_warning(
         with caplog.at_level("WARNING"):
             store.put_columns([b"a", b"a"], [b"new", b"late"], [1_000_000, 0], [1_000_000, 10])
         assert f"{EXPIRED_SEGMENT_WARNING} (1 records)" in caplog.text
+
+
+@pytest.mark.parametrize("headers", [False, True])
+def test_a_dropped_put_expires_segments_only_with_headers(tmp_path: Path, headers: bool) -> None:
+    """Kafka 4.3.1 drops expired segments when a put writes (``AbstractSegments.
+    getOrCreateSegmentIfLive``), but its session store with headers on every put, a put
+    dropped as expired too (``SessionSegmentsWithHeaders.getOrCreateSegmentIfLive``)."""
+    cls = SessionStoreWithHeaders if headers else SessionStore
+    value = ValueAndHeaders(b"v") if headers else b"v"
+    with cls(tmp_path / "s", 120_000, 60_000) as store:
+        store.put(Windowed(b"k", Window(0, 0)), value)
+        store.remove(Windowed(b"k", Window(150_000, 180_000)))  # stream time 180000, no cleanup
+        store.put(Windowed(b"k", Window(0, 0)), None)  # dropped: segment 0 is expired
+        rows = list(store.wrapped.items(type(store)._format.data_cf))
+    assert (rows == []) is headers
