@@ -12,7 +12,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-KEYS = [b"", b"\x00", b"a", b"a\x00", b"ab", b"abc", b"b", b"ba", b"\xff", b"\xff\xff"]
+KEYS = [
+    b"", b"\x00", b"\x00\x00", b"a", b"a\x00", b"a\x00\x00", b"ab", b"abc", b"b", b"ba",
+    b"\xff", b"\xff\xff",
+]  # fmt: skip
 HEADER_KEYS = ["h", "trace", "h"]
 
 keys = st.sampled_from([k.hex() for k in KEYS])
@@ -160,8 +163,14 @@ def session_values(variant: str) -> st.SearchStrategy[Any]:
 def session_ops(variant: str, params: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     interval, retention = params["segmentIntervalMs"], params["retentionMs"]
     t = times(600_000, [0, interval, 2 * interval, retention, retention + interval, 400_000], 10_000)
-    sessions = st.tuples(keys, t, st.integers(0, 30_000)).map(
-        lambda ksd: {"k": ksd[0], "s": ksd[1], "e": ksd[1] + ksd[2]}
+    lengths = st.integers(0, 30_000)
+    # Now and then a session ending past 2**55, where Kafka's session key-range bound
+    # (OrderedBytes.upperRange) starts to cut rows off.
+    far_ends = st.sampled_from([2**55, 2**56 + 3, 2**63 - 1])
+    sessions = st.one_of(
+        st.tuples(keys, t, lengths).map(lambda ksd: {"k": ksd[0], "s": ksd[1], "e": ksd[1] + ksd[2]}),
+        st.tuples(keys, t, lengths).map(lambda ksd: {"k": ksd[0], "s": ksd[1], "e": ksd[1] + ksd[2]}),
+        st.tuples(keys, t, far_ends).map(lambda kse: {"k": kse[0], "s": kse[1], "e": kse[2]}),
     )
     values = session_values(variant)
     return st.one_of(
