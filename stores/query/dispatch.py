@@ -1,7 +1,12 @@
 """The store-level :func:`query`: which store family answers which query, and how.
 
 The table in :mod:`stores.query` lists what each store kind answers; the handlers here mirror
-Kafka's metered stores' query handlers and ``StoreQueryUtils.handleBasicQueries``.
+Kafka Streams 4.3.1's metered stores' query handlers, ``StoreQueryUtils.handleBasicQueries``,
+and the KIP-1271 header-aware RocksDB stores (``RocksDBTimestampedStoreWithHeaders``,
+``RocksDBTimestampedWindowStoreWithHeaders``, ``RocksDBSessionStoreWithHeaders``), whose
+``query`` answers every query ``UNKNOWN_QUERY_TYPE``. Kafka's adapters that serve an older
+store as a header-aware one (``TimestampedToHeadersStoreAdapter``, ...) pass the queries to the
+older store, which answers them: ours (``stores.adapters``) do too.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any
 
 from stores.bytes.rocksdb import is_rocksdb_failure
 from stores.checks import MAX_LONG, MIN_LONG
-from stores.errors import CorruptDataError, InvalidOptionError, UnsupportedQueryError
+from stores.errors import InvalidOptionError, UnsupportedQueryError
 from stores.iterators import KeyValueIterator
 from stores.key_value.store import KeyValueStore
 from stores.query.position import Position, PositionBound, is_permitted
@@ -24,17 +29,13 @@ from stores.query.queries import (
     RangeQuery,
     ResultOrder,
     TimestampedKeyQuery,
-    TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
-    TimestampedRangeWithHeadersQuery,
-    TimestampedWindowKeyWithHeadersQuery,
-    TimestampedWindowRangeWithHeadersQuery,
     VersionedKeyQuery,
     WindowKeyQuery,
     WindowRangeQuery,
 )
 from stores.query.results import FailureReason, QueryResult, _class_name, _Placeholder
-from stores.records import KeyValue, ReadOnlyRecord, ValueAndTimestamp
+from stores.records import KeyValue, ValueAndTimestamp
 from stores.session.store import SessionStore, SessionStoreWithHeaders
 from stores.timestamped.store import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from stores.versioned.store import VersionedKeyValueStore
@@ -59,15 +60,32 @@ _STORE_CLASSES: tuple[tuple[type, str], ...] = (
     (SessionStore, "session"),
 )
 
-#: The key range queries, and the window range queries (Kafka names their getters differently).
-_KeyRange = RangeQuery | TimestampedRangeQuery | TimestampedRangeWithHeadersQuery
-_WindowRangeQuery = WindowRangeQuery | TimestampedWindowRangeWithHeadersQuery
-_WINDOW_RANGES = (WindowRangeQuery, TimestampedWindowRangeWithHeadersQuery)
+#: The key range queries (Kafka names their getters differently).
+_KeyRange = RangeQuery | TimestampedRangeQuery
+
+#: Our header-aware stores. Kafka 4.3.1's (``RocksDBTimestampedStoreWithHeaders``,
+#: ``RocksDBTimestampedWindowStoreWithHeaders``, ``RocksDBSessionStoreWithHeaders``, and
+#: ``RocksDBTimeOrderedWindowStoreWithHeaders`` for the plain window values with headers) answer
+#: every query ``QueryResult.forUnknownQueryType``, without looking at the position bound; their
+#: metered stores refuse a window range query of the wrong form first. An adapter serving an
+#: older store as one of these (``query_family``) is not one of them: it answers.
+_REFUSING = (
+    TimestampedKeyValueStoreWithHeaders,
+    TimestampedWindowStoreWithHeaders,
+    WindowStoreWithHeaders,
+    SessionStoreWithHeaders,
+)
 
 # Query types that Kafka's basic layer (StoreQueryUtils) knows: their position bound is checked
 # before the store finds out whether it can answer them.
 _BASIC = (KeyQuery, RangeQuery, WindowKeyQuery, WindowRangeQuery, VersionedKeyQuery,
           MultiVersionedKeyQuery)
+
+
+def _refuses_every_query(store_class: type) -> bool:
+    """A header-aware store of ours (not an adapter): Kafka 4.3.1's refuse every query."""
+    served = getattr(store_class, "query_family", None)
+    return not isinstance(served, str) and issubclass(store_class, _REFUSING)
 
 
 def store_family(store: Any) -> str | None:
@@ -173,41 +191,43 @@ def _answer(
     here = Position.empty() if position is None else position
     _check_keys(query)
     family = store_family(store_class)
-    handler = None if family is None else _HANDLERS.get((family, type(query)))
+    refusing = _refuses_every_query(store_class)
+    handler = None if family is None or refusing else _HANDLERS.get((family, type(query)))
     if handler is not None:
         # Kafka's metered stores throw these before the query reaches the inner store.
         if handler.run in (_unsupported_key, _unsupported_range):
             handler.run(store, query)
         if isinstance(query, MultiVersionedKeyQuery):
             _multi_bounds(query)
-    if handler is None and not isinstance(query, _BASIC):
+    # Kafka's metered window and session stores refuse a window range query of the wrong form
+    # before it reaches the inner store (so before its position bound is looked at).
+    wrong = _wrong_form(store, query, family, shown)
+    if wrong is not None:
+        result = wrong
+    elif handler is None and (refusing or not isinstance(query, _BASIC)):
         result = QueryResult.for_unknown_query_type(shown, store)
     elif not is_permitted(here, bound, partition):
         result = QueryResult.not_up_to_bound(here, bound, partition)
     elif handler is None:
         result = QueryResult.for_unknown_query_type(shown, store)
     else:
-        wrong = _wrong_form(store, query, family, shown)
-        if wrong is not None:
-            result = wrong
+        try:
+            answer = produce(handler)
+        except InvalidOptionError:
+            raise
+        except Exception as exc:  # Kafka turns every store exception into the result
+            if is_rocksdb_failure(exc):
+                raise  # a damaged database, not a failed query: its owner repairs it
+            # Kafka's parseStoreException: "<class> failed to handle query <q>:" + the trace.
+            answer = QueryResult.for_failure(
+                FailureReason.STORE_EXCEPTION,
+                f"{_class_name(store)} failed to handle query {shown!r}:\n"
+                f"{type(exc).__name__}: {exc}",
+            )
+        if isinstance(answer, QueryResult):
+            result = answer
         else:
-            try:
-                answer = produce(handler)
-            except InvalidOptionError:
-                raise
-            except Exception as exc:  # Kafka turns every store exception into the result
-                if is_rocksdb_failure(exc):
-                    raise  # a damaged database, not a failed query: its owner repairs it
-                # Kafka's parseStoreException: "<class> failed to handle query <q>:" + the trace.
-                answer = QueryResult.for_failure(
-                    FailureReason.STORE_EXCEPTION,
-                    f"{_class_name(store)} failed to handle query {shown!r}:\n"
-                    f"{type(exc).__name__}: {exc}",
-                )
-            if isinstance(answer, QueryResult):
-                result = answer
-            else:
-                result = QueryResult.for_result(_as_iterator(answer, store_class))
+            result = QueryResult.for_result(_as_iterator(answer, store_class))
     if collect_execution_info:
         # Kafka's "Handled in <class> in <n>ns"; a partition answered without opening says so.
         how = "Answered for" if isinstance(store, _Placeholder) else "Handled in"
@@ -243,10 +263,12 @@ def _check_keys(query: Query) -> None:
 
 
 def _wrong_form(store: Any, query: Query, family: str | None, shown: Query) -> QueryResult | None:
-    """The failure Kafka gives for the form of a window range query a store does not take."""
-    if not isinstance(query, _WINDOW_RANGES) or family is None:
+    """The failure Kafka's metered window and session stores give for the form of a window
+    range query they do not take (``MeteredWindowStore`` / ``MeteredSessionStore`` and their
+    header-aware kin), before the inner store or the position bound is asked."""
+    if not isinstance(query, WindowRangeQuery) or family is None:
         return None
-    key = _window_range_key(query)
+    key = query.get_key()
     if family.startswith("session") and key is None:
         return QueryResult.for_unknown_query_type(
             shown, store, " because SessionStores only support WindowRangeQuery.withKey"
@@ -272,14 +294,6 @@ def _pairs(
         _close(entries)
 
 
-def _records(entries: Iterable[Any], stamp: Callable[[Any, Any], int]) -> Iterator[ReadOnlyRecord]:
-    try:
-        for key, value in entries:
-            yield _checked_record(key, value, stamp(key, value))
-    finally:
-        _close(entries)
-
-
 def _close(entries: Any) -> None:
     close = getattr(entries, "close", None)
     if close is not None:
@@ -297,18 +311,6 @@ def _kv_range(store: Any, query: _KeyRange) -> Iterator[tuple[Any, Any]]:
     return iter(store.range(lower, upper, reverse=descending))
 
 
-def _window_range_key(query: _WindowRangeQuery) -> Any:
-    """The key of a window range query (set by ``with_key``; None for a start range)."""
-    return query.get_key() if isinstance(query, WindowRangeQuery) else query.key()
-
-
-def _window_times(query: _WindowRangeQuery) -> tuple[int | None, int | None]:
-    """The window-start bounds of a window range query (None unless ``with_window_start_range``)."""
-    if isinstance(query, WindowRangeQuery):
-        return query.get_time_from(), query.get_time_to()
-    return query.time_from(), query.time_to()
-
-
 def _plain(value: Any) -> Any:
     return None if value is None else value.value
 
@@ -319,35 +321,8 @@ def _stamped(value: Any) -> Any:
     return ValueAndTimestamp(value.value, value.timestamp)
 
 
-def _checked_record(key: Any, value: Any, when: int) -> ReadOnlyRecord:
-    if when < 0:
-        # Kafka's Record refuses negative timestamps: a stored one means unexpected state.
-        raise CorruptDataError(
-            f"stored record for key {key!r} has a negative timestamp ({when}); "
-            "cannot construct a ReadOnlyRecord"
-        )
-    return ReadOnlyRecord(key, value.value, when, value.headers)
-
-
 def _kv_key(store: Any, query: KeyQuery) -> Any:
     return store.get(query.get_key())
-
-
-def _ts_key_record(store: Any, query: TimestampedKeyWithHeadersQuery) -> Any:
-    found = store.get(query.key())
-    if found is None:
-        return None
-    if found.timestamp < 0:
-        return QueryResult.for_failure(
-            FailureReason.STORE_EXCEPTION,
-            f"Stored record for the queried key has a negative timestamp ({found.timestamp}); "
-            "cannot construct a ReadOnlyRecord.",
-        )
-    return ReadOnlyRecord(query.key(), found.value, found.timestamp, found.headers)
-
-
-def _ts_range_records(store: Any, query: _KeyRange) -> Iterator[ReadOnlyRecord]:
-    return _records(_kv_range(store, query), lambda key, value: value.timestamp)
 
 
 def _unsupported_key(store: Any, query: Any) -> Any:
@@ -398,19 +373,25 @@ def _window_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], An
 
 def _window_range(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
     def run(store: Any, query: WindowRangeQuery) -> Any:
-        return _pairs(store.fetch_all(*_window_times(query)), convert)
+        return _pairs(store.fetch_all(query.get_time_from(), query.get_time_to()), convert)
 
     return run
 
 
-def _window_key_records(store: Any, query: TimestampedWindowKeyWithHeadersQuery) -> Any:
-    entries = store.fetch(query.key(), query.key(), query.time_from(), query.time_to())
-    return _records(entries, lambda key, value: value.timestamp)
+def _headers_window_value(store: Any, value: Any) -> Any:
+    """A value of an adapter served as a ``TimestampedWindowStoreWithHeaders``, as Kafka's
+    ``MeteredTimestampedWindowStoreWithHeaders`` gives it (``isUnderlyingStoreTimestamped``): a
+    ``ValueAndTimestamp`` over a timestamped store, the plain value over a plain one."""
+    if isinstance(getattr(store, "store", None), TimestampedWindowStore):
+        return _stamped(value)
+    return _plain(value)
 
 
-def _window_range_records(store: Any, query: TimestampedWindowRangeWithHeadersQuery) -> Any:
-    entries = store.fetch_all(*_window_times(query))
-    return _records(entries, lambda key, value: value.timestamp)
+def _headers_window(fetch: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def run(store: Any, query: Any) -> Any:
+        return _pairs(fetch(store, query), lambda value: _headers_window_value(store, value))
+
+    return run
 
 
 def _session_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
@@ -420,12 +401,9 @@ def _session_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], A
     return run
 
 
-def _session_records(store: Any, query: TimestampedWindowRangeWithHeadersQuery) -> Any:
-    # A session has no event time of its own: Kafka stamps its record with the session end.
-    return _records(store.fetch(query.key()), lambda key, value: key.window.end)
-
-
 def _handlers() -> dict[tuple[str, type], _Handler]:
+    """What each family answers. The header-aware families are reached only by adapters
+    (``stores.adapters``): our header-aware stores themselves answer nothing (``_REFUSING``)."""
     one, many = True, False
     table: dict[tuple[str, type], _Handler] = {
         ("kv", KeyQuery): _Handler(_kv_key, one),
@@ -442,25 +420,18 @@ def _handlers() -> dict[tuple[str, type], _Handler]:
         table[(family, TimestampedRangeQuery)] = _Handler(
             lambda s, q: _pairs(_kv_range(s, q), _stamped), many
         )
-    table[("ts_kv_headers", TimestampedKeyWithHeadersQuery)] = _Handler(_ts_key_record, one)
-    table[("ts_kv_headers", TimestampedRangeWithHeadersQuery)] = _Handler(_ts_range_records, many)
-    windows: dict[str, Callable[[Any], Any] | None] = {
-        "window": None, "ts_window": None, "window_headers": _plain, "ts_window_headers": _stamped
-    }
-    for family, convert in windows.items():
-        table[(family, WindowKeyQuery)] = _Handler(_window_key(convert), many)
-        table[(family, WindowRangeQuery)] = _Handler(_window_range(convert), many)
-    table[("ts_window_headers", TimestampedWindowKeyWithHeadersQuery)] = _Handler(
-        _window_key_records, many
+    for family in ("window", "ts_window"):
+        table[(family, WindowKeyQuery)] = _Handler(_window_key(None), many)
+        table[(family, WindowRangeQuery)] = _Handler(_window_range(None), many)
+    table[("ts_window_headers", WindowKeyQuery)] = _Handler(
+        _headers_window(lambda s, q: s.fetch(q.get_key(), q.get_time_from(), q.get_time_to())),
+        many,
     )
-    table[("ts_window_headers", TimestampedWindowRangeWithHeadersQuery)] = _Handler(
-        _window_range_records, many
+    table[("ts_window_headers", WindowRangeQuery)] = _Handler(
+        _headers_window(lambda s, q: s.fetch_all(q.get_time_from(), q.get_time_to())), many
     )
     table[("session", WindowRangeQuery)] = _Handler(_session_key(None), many)
     table[("session_headers", WindowRangeQuery)] = _Handler(_session_key(_plain), many)
-    table[("session_headers", TimestampedWindowRangeWithHeadersQuery)] = _Handler(
-        _session_records, many
-    )
     return table
 
 

@@ -37,6 +37,24 @@ final class Queries {
         return Instant.ofEpochMilli(Codec.lng(spec.get(field)));
     }
 
+    /**
+     * A query class this Kafka release does not have. KIP-1356's header queries
+     * ({@code TimestampedKeyWithHeadersQuery}, ...) come with Kafka 4.4; 4.3.1 and 3.9 have no such classes, so a
+     * store there answers them as any query class it has no handler for: this stand-in is one.
+     */
+    static final class AbsentQuery implements Query<Object> {
+        private final String name;
+
+        AbsentQuery(final String name) {
+            this.name = name;
+        }
+
+        @Override
+        public String toString() {
+            return name + "{absent in Kafka Streams " + Harness.KAFKA_VERSION + "}";
+        }
+    }
+
     private static Query<?> build(final JsonNode spec) {
         final String type = spec.path("type").asText();
         final boolean ordered = has(spec, "ascending");
@@ -92,10 +110,17 @@ final class Queries {
                 return has(spec, "key")
                     ? WindowRangeQuery.withKey(key(spec, "key"))
                     : WindowRangeQuery.withWindowStartRange(time(spec, "fromTime"), time(spec, "toTime"));
+            case "TimestampedKeyWithHeadersQuery":
+            case "TimestampedRangeWithHeadersQuery":
+            case "TimestampedWindowKeyWithHeadersQuery":
+            case "TimestampedWindowRangeWithHeadersQuery":
+                return new AbsentQuery(type);
             default:
                 throw new IllegalArgumentException("unknown query type '" + type + "'; accepted: KeyQuery, RangeQuery,"
                     + " TimestampedKeyQuery, TimestampedRangeQuery, VersionedKeyQuery, MultiVersionedKeyQuery,"
-                    + " WindowKeyQuery, WindowRangeQuery");
+                    + " WindowKeyQuery, WindowRangeQuery, TimestampedKeyWithHeadersQuery,"
+                    + " TimestampedRangeWithHeadersQuery, TimestampedWindowKeyWithHeadersQuery,"
+                    + " TimestampedWindowRangeWithHeadersQuery");
         }
     }
 }
