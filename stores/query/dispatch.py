@@ -1,12 +1,14 @@
 """The store-level :func:`query`: which store family answers which query, and how.
 
 The table in :mod:`stores.query` lists what each store kind answers; the handlers here mirror
-Kafka Streams 4.3.1's metered stores' query handlers, ``StoreQueryUtils.handleBasicQueries``,
-and the KIP-1271 header-aware RocksDB stores (``RocksDBTimestampedStoreWithHeaders``,
-``RocksDBTimestampedWindowStoreWithHeaders``, ``RocksDBSessionStoreWithHeaders``), whose
-``query`` answers every query ``UNKNOWN_QUERY_TYPE``. Kafka's adapters that serve an older
-store as a header-aware one (``TimestampedToHeadersStoreAdapter``, ...) pass the queries to the
-older store, which answers them: ours (``stores.adapters``) do too.
+the metered stores' query handlers and ``StoreQueryUtils.handleBasicQueries``: Kafka Streams
+4.3.1's for the stores without headers, 4.4.0's for the KIP-1271 header-aware ones (4.3.1's
+``RocksDB*WithHeaders`` stores refused every query; 4.4 serves them, KAFKA-20703, and adds
+KIP-1356's header queries, answered by ``MeteredTimestampedKeyValueStoreWithHeaders``,
+``MeteredTimestampedWindowStoreWithHeaders`` and ``MeteredSessionStoreWithHeaders`` with
+``ReadOnlyRecord`` results). Kafka's adapters that serve an older store as a header-aware one
+(``TimestampedToHeadersStoreAdapter``, ...) pass the queries to the older store under the
+header-aware metered store: ours (``stores.adapters``) are answered as the family they serve.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from stores.bytes.rocksdb import is_rocksdb_failure
 from stores.checks import MAX_LONG, MIN_LONG
-from stores.errors import InvalidOptionError, UnsupportedQueryError
+from stores.errors import CorruptDataError, InvalidOptionError, UnsupportedQueryError
 from stores.iterators import KeyValueIterator
 from stores.key_value.store import KeyValueStore
 from stores.query.position import Position, PositionBound, is_permitted
@@ -29,13 +31,17 @@ from stores.query.queries import (
     RangeQuery,
     ResultOrder,
     TimestampedKeyQuery,
+    TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
+    TimestampedRangeWithHeadersQuery,
+    TimestampedWindowKeyWithHeadersQuery,
+    TimestampedWindowRangeWithHeadersQuery,
     VersionedKeyQuery,
     WindowKeyQuery,
     WindowRangeQuery,
 )
 from stores.query.results import FailureReason, QueryResult, _class_name, _Placeholder
-from stores.records import KeyValue, ValueAndTimestamp
+from stores.records import KeyValue, ReadOnlyRecord, ValueAndTimestamp
 from stores.session.store import SessionStore, SessionStoreWithHeaders
 from stores.timestamped.store import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from stores.versioned.store import VersionedKeyValueStore
@@ -61,31 +67,14 @@ _STORE_CLASSES: tuple[tuple[type, str], ...] = (
 )
 
 #: The key range queries (Kafka names their getters differently).
-_KeyRange = RangeQuery | TimestampedRangeQuery
-
-#: Our header-aware stores. Kafka 4.3.1's (``RocksDBTimestampedStoreWithHeaders``,
-#: ``RocksDBTimestampedWindowStoreWithHeaders``, ``RocksDBSessionStoreWithHeaders``, and
-#: ``RocksDBTimeOrderedWindowStoreWithHeaders`` for the plain window values with headers) answer
-#: every query ``QueryResult.forUnknownQueryType``, without looking at the position bound; their
-#: metered stores refuse a window range query of the wrong form first. An adapter serving an
-#: older store as one of these (``query_family``) is not one of them: it answers.
-_REFUSING = (
-    TimestampedKeyValueStoreWithHeaders,
-    TimestampedWindowStoreWithHeaders,
-    WindowStoreWithHeaders,
-    SessionStoreWithHeaders,
-)
+_KeyRange = RangeQuery | TimestampedRangeQuery | TimestampedRangeWithHeadersQuery
+#: The window range queries: a window-start range (window stores) or a key (session stores).
+_WindowRange = WindowRangeQuery | TimestampedWindowRangeWithHeadersQuery
 
 # Query types that Kafka's basic layer (StoreQueryUtils) knows: their position bound is checked
 # before the store finds out whether it can answer them.
 _BASIC = (KeyQuery, RangeQuery, WindowKeyQuery, WindowRangeQuery, VersionedKeyQuery,
           MultiVersionedKeyQuery)
-
-
-def _refuses_every_query(store_class: type) -> bool:
-    """A header-aware store of ours (not an adapter): Kafka 4.3.1's refuse every query."""
-    served = getattr(store_class, "query_family", None)
-    return not isinstance(served, str) and issubclass(store_class, _REFUSING)
 
 
 def store_family(store: Any) -> str | None:
@@ -191,8 +180,7 @@ def _answer(
     here = Position.empty() if position is None else position
     _check_keys(query)
     family = store_family(store_class)
-    refusing = _refuses_every_query(store_class)
-    handler = None if family is None or refusing else _HANDLERS.get((family, type(query)))
+    handler = None if family is None else _HANDLERS.get((family, type(query)))
     if handler is not None:
         # Kafka's metered stores throw these before the query reaches the inner store.
         if handler.run in (_unsupported_key, _unsupported_range):
@@ -204,7 +192,7 @@ def _answer(
     wrong = _wrong_form(store, query, family, shown)
     if wrong is not None:
         result = wrong
-    elif handler is None and (refusing or not isinstance(query, _BASIC)):
+    elif handler is None and not isinstance(query, _BASIC):
         result = QueryResult.for_unknown_query_type(shown, store)
     elif not is_permitted(here, bound, partition):
         result = QueryResult.not_up_to_bound(here, bound, partition)
@@ -265,18 +253,21 @@ def _check_keys(query: Query) -> None:
 def _wrong_form(store: Any, query: Query, family: str | None, shown: Query) -> QueryResult | None:
     """The failure Kafka's metered window and session stores give for the form of a window
     range query they do not take (``MeteredWindowStore`` / ``MeteredSessionStore`` and their
-    header-aware kin), before the inner store or the position bound is asked."""
-    if not isinstance(query, WindowRangeQuery) or family is None:
+    header-aware kin, which refuse ``TimestampedWindowRangeWithHeadersQuery`` the same way),
+    before the inner store or the position bound is asked."""
+    if family is None or (family, type(query)) not in _HANDLERS:
         return None
-    key = query.get_key()
+    if not isinstance(query, (WindowRangeQuery, TimestampedWindowRangeWithHeadersQuery)):
+        return None
+    name = type(query).__name__
+    key = _window_range_key(query)
     if family.startswith("session") and key is None:
         return QueryResult.for_unknown_query_type(
-            shown, store, " because SessionStores only support WindowRangeQuery.withKey"
+            shown, store, f" because SessionStores only support {name}.withKey"
         )
     if "window" in family and key is not None:
         return QueryResult.for_unknown_query_type(
-            shown, store,
-            " because WindowStores only supports WindowRangeQuery.withWindowStartRange",
+            shown, store, f" because WindowStores only supports {name}.withWindowStartRange"
         )
     return None
 
@@ -292,6 +283,35 @@ def _pairs(
             yield KeyValue(key, value if convert is None else convert(value))
     finally:
         _close(entries)
+
+
+def _records(
+    entries: Iterable[Any], stamp: Callable[[Any, Any], int], what: str
+) -> Iterator[ReadOnlyRecord]:
+    """Kafka 4.4's ``ReadOnlyRecordIterator`` of the header-aware metered stores: one record per
+    entry, raising (Kafka: ``StreamsException`` from ``next()``) at an entry that cannot become
+    a ``Record``: a null value (window stores) or a negative timestamp."""
+    try:
+        for key, value in entries:
+            yield _checked_record(key, value, stamp(key, value), what)
+    finally:
+        _close(entries)
+
+
+def _checked_record(key: Any, value: Any, when: int, what: str) -> ReadOnlyRecord:
+    shown = f"key [{key.key!r}] and window [{key.window}]" if what == "window" else f"key [{key!r}]"
+    if value is None and what == "window":
+        raise CorruptDataError(
+            f"Cannot represent the stored record for {shown} as a ReadOnlyRecord: its value is null."
+        )
+    if when < 0:
+        raise CorruptDataError(
+            f"Cannot represent the stored record for {shown} as a ReadOnlyRecord: its timestamp "
+            f"({when}) is negative."
+        )
+    if value is None:
+        return ReadOnlyRecord(key, None, when, ())
+    return ReadOnlyRecord(key, value.value, when, value.headers)
 
 
 def _close(entries: Any) -> None:
@@ -311,6 +331,18 @@ def _kv_range(store: Any, query: _KeyRange) -> Iterator[tuple[Any, Any]]:
     return iter(store.range(lower, upper, reverse=descending))
 
 
+def _window_range_key(query: _WindowRange) -> Any:
+    """The key of a window range query (set by ``with_key``; None for a start range)."""
+    return query.get_key() if isinstance(query, WindowRangeQuery) else query.key()
+
+
+def _window_times(query: _WindowRange) -> tuple[int | None, int | None]:
+    """The window-start bounds of a window range query (None unless ``with_window_start_range``)."""
+    if isinstance(query, WindowRangeQuery):
+        return query.get_time_from(), query.get_time_to()
+    return query.time_from(), query.time_to()
+
+
 def _plain(value: Any) -> Any:
     return None if value is None else value.value
 
@@ -323,6 +355,25 @@ def _stamped(value: Any) -> Any:
 
 def _kv_key(store: Any, query: KeyQuery) -> Any:
     return store.get(query.get_key())
+
+
+def _ts_key_record(store: Any, query: TimestampedKeyWithHeadersQuery) -> Any:
+    """``MeteredTimestampedKeyValueStoreWithHeaders.runTimestampedKeyWithHeadersQuery`` (4.4): a
+    negative stored timestamp is a failed result, not an exception."""
+    found = store.get(query.key())
+    if found is None:
+        return None
+    if found.timestamp < 0:
+        return QueryResult.for_failure(
+            FailureReason.STORE_EXCEPTION,
+            f"Stored record for the queried key has a negative timestamp ({found.timestamp}); "
+            "cannot construct a ReadOnlyRecord.",
+        )
+    return ReadOnlyRecord(query.key(), found.value, found.timestamp, found.headers)
+
+
+def _ts_range_records(store: Any, query: _KeyRange) -> Iterator[ReadOnlyRecord]:
+    return _records(_kv_range(store, query), lambda key, value: value.timestamp, "key")
 
 
 def _unsupported_key(store: Any, query: Any) -> Any:
@@ -379,12 +430,13 @@ def _window_range(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], 
 
 
 def _headers_window_value(store: Any, value: Any) -> Any:
-    """A value of an adapter served as a ``TimestampedWindowStoreWithHeaders``, as Kafka's
-    ``MeteredTimestampedWindowStoreWithHeaders`` gives it (``isUnderlyingStoreTimestamped``): a
-    ``ValueAndTimestamp`` over a timestamped store, the plain value over a plain one."""
-    if isinstance(getattr(store, "store", None), TimestampedWindowStore):
-        return _stamped(value)
-    return _plain(value)
+    """A value of a ``TimestampedWindowStoreWithHeaders`` (or an adapter served as one), as
+    Kafka's ``MeteredTimestampedWindowStoreWithHeaders`` gives it (``isUnderlyingStoreTimestamped``):
+    the plain value over a plain window store (``PlainToHeadersWindowStoreAdapter``), else a
+    ``ValueAndTimestamp``."""
+    if isinstance(getattr(store, "store", None), WindowStore):
+        return _plain(value)
+    return _stamped(value)
 
 
 def _headers_window(fetch: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -394,6 +446,18 @@ def _headers_window(fetch: Callable[[Any, Any], Any]) -> Callable[[Any, Any], An
     return run
 
 
+def _window_key_records(store: Any, query: TimestampedWindowKeyWithHeadersQuery) -> Any:
+    # Kafka keys each record Windowed(key, TimeWindow(start, start + window size)): the window
+    # the store's fetch gives.
+    entries = store.fetch(query.key(), query.key(), query.time_from(), query.time_to())
+    return _records(entries, lambda key, value: value.timestamp, "window")
+
+
+def _window_range_records(store: Any, query: TimestampedWindowRangeWithHeadersQuery) -> Any:
+    entries = store.fetch_all(*_window_times(query))
+    return _records(entries, lambda key, value: value.timestamp, "window")
+
+
 def _session_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
     def run(store: Any, query: WindowRangeQuery) -> Any:
         return _pairs(store.fetch(query.get_key()), convert)
@@ -401,9 +465,15 @@ def _session_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], A
     return run
 
 
+def _session_records(store: Any, query: TimestampedWindowRangeWithHeadersQuery) -> Any:
+    # A session has no event time of its own: Kafka 4.4 stamps its record with the session end
+    # (MeteredSessionStoreWithHeaders' record iterator; Record refuses a negative one).
+    return _records(store.fetch(query.key()), lambda key, value: key.window.end, "key")
+
+
 def _handlers() -> dict[tuple[str, type], _Handler]:
-    """What each family answers. The header-aware families are reached only by adapters
-    (``stores.adapters``): our header-aware stores themselves answer nothing (``_REFUSING``)."""
+    """What each family answers: Kafka Streams 4.3.1's answers for the families without headers,
+    4.4.0's for the header-aware ones (which 4.3.1 refused, KAFKA-20703)."""
     one, many = True, False
     table: dict[tuple[str, type], _Handler] = {
         ("kv", KeyQuery): _Handler(_kv_key, one),
@@ -420,9 +490,16 @@ def _handlers() -> dict[tuple[str, type], _Handler]:
         table[(family, TimestampedRangeQuery)] = _Handler(
             lambda s, q: _pairs(_kv_range(s, q), _stamped), many
         )
+    table[("ts_kv_headers", TimestampedKeyWithHeadersQuery)] = _Handler(_ts_key_record, one)
+    table[("ts_kv_headers", TimestampedRangeWithHeadersQuery)] = _Handler(_ts_range_records, many)
     for family in ("window", "ts_window"):
         table[(family, WindowKeyQuery)] = _Handler(_window_key(None), many)
         table[(family, WindowRangeQuery)] = _Handler(_window_range(None), many)
+    # Values with headers but no timestamp: no Kafka store keeps them (KIP-1300 is a draft);
+    # answered with the plain values, as Kafka's header-aware metered window store answers over
+    # a store without timestamps, and no ReadOnlyRecord (it has no timestamp to give).
+    table[("window_headers", WindowKeyQuery)] = _Handler(_window_key(_plain), many)
+    table[("window_headers", WindowRangeQuery)] = _Handler(_window_range(_plain), many)
     table[("ts_window_headers", WindowKeyQuery)] = _Handler(
         _headers_window(lambda s, q: s.fetch(q.get_key(), q.get_time_from(), q.get_time_to())),
         many,
@@ -430,8 +507,17 @@ def _handlers() -> dict[tuple[str, type], _Handler]:
     table[("ts_window_headers", WindowRangeQuery)] = _Handler(
         _headers_window(lambda s, q: s.fetch_all(q.get_time_from(), q.get_time_to())), many
     )
+    table[("ts_window_headers", TimestampedWindowKeyWithHeadersQuery)] = _Handler(
+        _window_key_records, many
+    )
+    table[("ts_window_headers", TimestampedWindowRangeWithHeadersQuery)] = _Handler(
+        _window_range_records, many
+    )
     table[("session", WindowRangeQuery)] = _Handler(_session_key(None), many)
     table[("session_headers", WindowRangeQuery)] = _Handler(_session_key(_plain), many)
+    table[("session_headers", TimestampedWindowRangeWithHeadersQuery)] = _Handler(
+        _session_records, many
+    )
     return table
 
 

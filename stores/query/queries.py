@@ -129,8 +129,8 @@ class TimestampedKeyQuery(Query):
 @dataclass(frozen=True, repr=False)
 class TimestampedKeyWithHeadersQuery(Query):
     """One key's record with headers (Kafka's ``TimestampedKeyWithHeadersQuery``, KIP-1356, Kafka
-    4.4). Kafka Streams 4.3.1, which the stores follow, has no such query: every store answers it
-    ``UNKNOWN_QUERY_TYPE`` (see :mod:`stores.query`)."""
+    4.4): a ``ReadOnlyRecord``, from a ``TimestampedKeyValueStoreWithHeaders`` (see
+    :mod:`stores.query`)."""
 
     _key: Any
     _skip_cache: bool = False
@@ -247,7 +247,7 @@ class TimestampedRangeQuery(_Range):
 @dataclass(frozen=True, repr=False)
 class TimestampedRangeWithHeadersQuery(_Range):
     """A range of records with headers (Kafka's ``TimestampedRangeWithHeadersQuery``, KIP-1356,
-    Kafka 4.4): every store answers it ``UNKNOWN_QUERY_TYPE``, as Kafka Streams 4.3.1 would."""
+    Kafka 4.4): an iterator of ``ReadOnlyRecord``, from a ``TimestampedKeyValueStoreWithHeaders``."""
 
     def lower_bound(self) -> Any:
         """The lower bound, or None."""
@@ -457,8 +457,8 @@ class WindowRangeQuery(_WindowRange):
 @dataclass(frozen=True, repr=False)
 class TimestampedWindowKeyWithHeadersQuery(Query):
     """One key's windowed records with headers (Kafka's
-    ``TimestampedWindowKeyWithHeadersQuery``, KIP-1356, Kafka 4.4): every store answers it
-    ``UNKNOWN_QUERY_TYPE``, as Kafka Streams 4.3.1 would."""
+    ``TimestampedWindowKeyWithHeadersQuery``, KIP-1356, Kafka 4.4): ``ReadOnlyRecord`` s keyed by
+    ``Windowed``, from a ``TimestampedWindowStoreWithHeaders``."""
 
     _key: Any
     _time_from: int | None = None
@@ -498,8 +498,8 @@ class TimestampedWindowKeyWithHeadersQuery(Query):
 @dataclass(frozen=True, repr=False)
 class TimestampedWindowRangeWithHeadersQuery(_WindowRange):
     """Kafka's ``TimestampedWindowRangeWithHeadersQuery`` (KIP-1356, Kafka 4.4): records with
-    headers by window-start range or by key. Every store answers it ``UNKNOWN_QUERY_TYPE``, as
-    Kafka Streams 4.3.1 would."""
+    headers by window-start range (``TimestampedWindowStoreWithHeaders``) or by key
+    (``SessionStoreWithHeaders``, stamped with the session end)."""
 
     def key(self) -> Any:
         """The key of a ``with_key`` query, else None."""

@@ -38,6 +38,7 @@ from stores.query.queries import Query
 from stores.protocols import VersionedRecord
 from stores.records import (
     KeyValue,
+    ReadOnlyRecord,
     ValueAndHeaders,
     ValueAndTimestamp,
     ValueTimestampHeaders,
@@ -153,6 +154,9 @@ def encode(answer: Any) -> Any:
         return answer
     if isinstance(answer, (bytes, bytearray)):
         return bytes(answer).hex()
+    if isinstance(answer, ReadOnlyRecord):  # Kafka 4.4's KIP-1356 query results
+        return {"key": encode(answer.key), "v": encode(answer.value), "t": answer.timestamp,
+                "h": _hex_headers(answer.headers)}  # fmt: skip
     if isinstance(answer, ValueTimestampHeaders):
         return {"v": answer.value.hex(), "t": answer.timestamp, "h": _hex_headers(answer.headers)}
     if isinstance(answer, ValueAndTimestamp):
@@ -172,7 +176,7 @@ def encode(answer: Any) -> Any:
 
 def build_query(spec: dict[str, Any]) -> Query:
     """Our IQv2 query of the harness's query spec (Kafka's factories, snake_case). The KIP-1356
-    header query types (Kafka 4.4) have no class in Kafka 4.3.1: the harness sends a stand-in."""
+    header query types come with Kafka 4.4: a 4.3.1 or 3.9.1 harness sends a stand-in class."""
     kind = spec["type"]
 
     def key(field: str) -> bytes | None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores.errors import InvalidOptionError
+from stores.errors import CorruptDataError, InvalidOptionError
 from stores.key_value.store import KeyValueStore
 from stores.protocols import VersionedRecord
 from stores.query import (
@@ -24,6 +24,7 @@ from stores.query import (
     QueryError,
     QueryResult,
     RangeQuery,
+    ReadOnlyRecord,
     ResultOrder,
     TimestampedKeyQuery,
     TimestampedKeyWithHeadersQuery,
@@ -315,22 +316,26 @@ ALL_QUERIES = {
 _KV = {"KeyQuery", "RangeQuery"}
 _TS = _KV | {"TimestampedKeyQuery", "TimestampedRangeQuery"}
 _WINDOW = {"WindowKeyQuery", "WindowRangeQuery.window"}
-#: What each store kind answers, written from Kafka Streams 4.3.1's Metered*Store query handlers
-#: and checked against its stores (tests/kafka/test_queries_kafka.py). The KIP-1271 header-aware
-#: stores answer nothing: RocksDBTimestampedStoreWithHeaders, RocksDBTimestampedWindowStoreWith-
-#: Headers and RocksDBSessionStoreWithHeaders override query() with forUnknownQueryType (Kafka
-#: 4.4 serves them, KAFKA-20703); KIP-1356's header query types do not exist in 4.3.1.
+#: What each store kind answers, written from Kafka Streams' Metered*Store query handlers and
+#: checked against its stores (tests/kafka/test_queries_kafka.py): 4.3.1's for the stores without
+#: headers; 4.4.0's for the KIP-1271 header-aware ones, which 4.3.1 refused (its RocksDB*With-
+#: Headers stores overrode query() with forUnknownQueryType) and 4.4 serves (KAFKA-20703), with
+#: KIP-1356's header queries (MeteredTimestampedKeyValueStoreWithHeaders, MeteredTimestamped-
+#: WindowStoreWithHeaders, MeteredSessionStoreWithHeaders). window_headers (values with headers,
+#: no timestamp) has no Kafka store: plain values, no records.
 ANSWERS: dict[str, set[str]] = {
     "kv": _KV,
     "ts_kv": _TS,
-    "ts_kv_headers": set(),
+    "ts_kv_headers": _TS | {"TimestampedKeyWithHeadersQuery", "TimestampedRangeWithHeadersQuery"},
     "versioned": {"VersionedKeyQuery", "MultiVersionedKeyQuery"},
     "window": _WINDOW,
     "ts_window": _WINDOW,
-    "window_headers": set(),
-    "ts_window_headers": set(),
+    "window_headers": _WINDOW,
+    "ts_window_headers": _WINDOW | {
+        "TimestampedWindowKeyWithHeadersQuery", "TimestampedWindowRangeWithHeadersQuery.window"
+    },
     "session": {"WindowRangeQuery.key"},
-    "session_headers": set(),
+    "session_headers": {"WindowRangeQuery.key", "TimestampedWindowRangeWithHeadersQuery.key"},
 }
 
 
@@ -438,20 +443,52 @@ if TIMESTAMPED is not None:
                 KeyValue(b"a", ValueAndTimestamp(b"1", 100)),
             ]
 
-    def test_header_store_refuses_every_query_even_out_of_bound(tmp_path: Path) -> None:
-        # Kafka 4.3.1's RocksDBTimestampedStoreWithHeaders.query: forUnknownQueryType, without
-        # looking at the position bound.
+    def test_header_store_serves_records_and_header_stripped_values(tmp_path: Path) -> None:
+        # Kafka 4.4.0's MeteredTimestampedKeyValueStoreWithHeaders (KAFKA-20703, KIP-1356).
         with _ts_headers(tmp_path / "th") as store:
-            for q in (KeyQuery.with_key(b"a"), RangeQuery.with_no_bounds(),
-                      TimestampedKeyQuery.with_key(b"a")):  # fmt: skip
+            assert query(store, KeyQuery.with_key(b"a")).get_result() == b"1"
+            assert query(store, TimestampedKeyQuery.with_key(b"a")).get_result() == (
+                ValueAndTimestamp(b"1", 100)
+            )
+            record = query(store, TimestampedKeyWithHeadersQuery.with_key(b"a")).get_result()
+            assert record == ReadOnlyRecord(b"a", b"1", 100, HEADERS)
+            assert query(store, TimestampedKeyWithHeadersQuery.with_key(b"q")).get_result() is None
+            records = query(
+                store, TimestampedRangeWithHeadersQuery.with_range(b"b", b"c").with_descending_keys()
+            ).get_result()
+            assert list(records) == [
+                ReadOnlyRecord(b"c", b"3", 102, HEADERS), ReadOnlyRecord(b"b", b"2", 101, HEADERS)
+            ]
+            assert list(query(store, TimestampedRangeQuery.with_range(b"d", None)).get_result()) == [
+                KeyValue(b"d", ValueAndTimestamp(b"4", 103))
+            ]
+
+    def test_header_store_checks_the_bound_as_the_basic_layer_does(tmp_path: Path) -> None:
+        # 4.4's header-aware RocksDB store no longer overrides query(): the raw KeyQuery /
+        # RangeQuery the metered store sends it meets StoreQueryUtils' position check.
+        with _ts_headers(tmp_path / "th") as store:
+            for q in (KeyQuery.with_key(b"a"), TimestampedKeyWithHeadersQuery.with_key(b"a"),
+                      TimestampedRangeWithHeadersQuery.with_no_bounds()):  # fmt: skip
                 failed = query(store, q, BEHIND, partition=0)
-                assert failed.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
-                assert "TimestampedKeyValueStoreWithHeaders" in failed.get_failure_message()
+                assert failed.get_failure_reason() is FailureReason.NOT_UP_TO_BOUND
+
+    def test_a_negative_stored_timestamp_cannot_become_a_record(tmp_path: Path) -> None:
+        # runTimestampedKeyWithHeadersQuery: a STORE_EXCEPTION result; the record iterator's
+        # next(): a StreamsException (ours: CorruptDataError).
+        with TIMESTAMPED.TimestampedKeyValueStoreWithHeaders(tmp_path / "neg") as store:
+            store.put(b"k", ValueTimestampHeaders(b"v", -1, ()))
+            failed = query(store, TimestampedKeyWithHeadersQuery.with_key(b"k"))
+            assert failed.get_failure_reason() is FailureReason.STORE_EXCEPTION
+            assert "negative timestamp (-1)" in failed.get_failure_message()
+            iterator = query(store, TimestampedRangeWithHeadersQuery.with_no_bounds()).get_result()
+            with pytest.raises(CorruptDataError, match=r"timestamp \(-1\) is negative"):
+                next(iterator)
 
     def test_header_adapters_answer_as_the_store_they_serve(tmp_path: Path) -> None:
         # Kafka's TimestampedToHeadersStoreAdapter / PlainToHeadersStoreAdapter pass KeyQuery and
         # RangeQuery to the older store; MeteredTimestampedKeyValueStoreWithHeaders strips the
-        # headers (timestamp -1 from a plain store).
+        # headers (timestamp -1 from a plain store) or, for KIP-1356's queries (4.4), makes
+        # records with empty headers; a plain store's -1 cannot become a record.
         from stores.adapters import PlainToHeadersStoreAdapter, TimestampedToHeadersStoreAdapter
 
         with TimestampedToHeadersStoreAdapter(_ts(tmp_path / "ts")) as adapter:
@@ -462,12 +499,14 @@ if TIMESTAMPED is not None:
             assert list(query(adapter, TimestampedRangeQuery.with_lower_bound(b"d")).get_result()) == [
                 KeyValue(b"d", ValueAndTimestamp(b"4", 103))
             ]
-            unknown = query(adapter, TimestampedKeyWithHeadersQuery.with_key(b"b"))
-            assert unknown.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
+            record = query(adapter, TimestampedKeyWithHeadersQuery.with_key(b"b")).get_result()
+            assert record == ReadOnlyRecord(b"b", b"2", 101, ())
         with PlainToHeadersStoreAdapter(_kv(tmp_path / "kv")) as adapter:
             assert query(adapter, TimestampedKeyQuery.with_key(b"a")).get_result() == (
                 ValueAndTimestamp(b"1", -1)
             )
+            failed = query(adapter, TimestampedKeyWithHeadersQuery.with_key(b"a"))
+            assert failed.get_failure_reason() is FailureReason.STORE_EXCEPTION
             assert list(query(adapter, RangeQuery.with_upper_bound(b"a")).get_result()) == [
                 KeyValue(b"a", b"1")
             ]
@@ -604,13 +643,15 @@ def test_absent_result_is_what_a_store_without_the_key_answers(
 
 if WINDOW is not None:
 
-    @pytest.mark.parametrize("family", ["window", "ts_window"])
+    @pytest.mark.parametrize("family", ["window", "ts_window", "window_headers", "ts_window_headers"])
     def test_window_queries(tmp_path: Path, family: str) -> None:
+        # ts_window_headers: Kafka 4.4.0's MeteredTimestampedWindowStoreWithHeaders gives
+        # ValueAndTimestamp (isUnderlyingStoreTimestamped); window_headers keeps no timestamp.
         store = FACTORIES[family](tmp_path / family)
         with store:
             by_key = list(query(store, WindowKeyQuery.with_key_and_window_start_range(b"b", 5, 20)).get_result())
             make: Callable[[bytes, int], Any] = (
-                ValueAndTimestamp if family == "ts_window" else lambda v, t: v
+                ValueAndTimestamp if family.startswith("ts_") else lambda v, t: v
             )
             assert by_key == [KeyValue(10, make(b"2", 11)), KeyValue(20, make(b"2", 21))]
             by_time = list(query(store, WindowRangeQuery.with_window_start_range(10, 10)).get_result())
@@ -622,15 +663,27 @@ if WINDOW is not None:
             assert wrong.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
             assert "withWindowStartRange" in wrong.get_failure_message()
 
-    @pytest.mark.parametrize("family", ["window_headers", "ts_window_headers"])
-    def test_header_window_stores_refuse_every_query(tmp_path: Path, family: str) -> None:
-        # RocksDBTimestampedWindowStoreWithHeaders.query (and the time-ordered one for plain
-        # values with headers): forUnknownQueryType, without looking at the bound.
-        with FACTORIES[family](tmp_path / family) as store:
-            for q in (WindowKeyQuery.with_key_and_window_start_range(b"b", 5, 20),
-                      WindowRangeQuery.with_window_start_range(10, 10)):  # fmt: skip
-                failed = query(store, q, BEHIND, partition=0)
-                assert failed.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
+    def test_header_window_records(tmp_path: Path) -> None:
+        # Kafka 4.4.0's MeteredTimestampedWindowStoreWithHeaders (KIP-1356): records keyed by
+        # Windowed(key, [start, start + size)); the key form of the range query is refused by the
+        # metered store itself, before the bound.
+        with FACTORIES["ts_window_headers"](tmp_path / "twh") as store:
+            records = query(
+                store, TimestampedWindowKeyWithHeadersQuery.with_key_and_window_start_range(b"c", 0, 10)
+            ).get_result()
+            assert list(records) == [
+                ReadOnlyRecord(Windowed(b"c", Window(0, 10)), b"3", 1, HEADERS),
+                ReadOnlyRecord(Windowed(b"c", Window(10, 20)), b"3", 11, HEADERS),
+            ]
+            ranged = query(
+                store, TimestampedWindowRangeWithHeadersQuery.with_window_start_range(20, 20)
+            ).get_result()
+            assert {r.key.key for r in ranged} == set(ROWS)
+            wrong = query(store, TimestampedWindowRangeWithHeadersQuery.with_key(b"a"), BEHIND, partition=0)
+            assert wrong.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
+            assert "TimestampedWindowRangeWithHeadersQuery.withWindowStartRange" in (
+                wrong.get_failure_message()
+            )
 
     def test_header_window_adapters_answer_as_kafkas_metered_store(tmp_path: Path) -> None:
         # MeteredTimestampedWindowStoreWithHeaders.isUnderlyingStoreTimestamped: over
@@ -666,15 +719,29 @@ if SESSION is not None:
             assert wrong.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
             assert "withKey" in wrong.get_failure_message()
 
-    def test_header_session_store_refuses_every_query(tmp_path: Path) -> None:
-        # RocksDBSessionStoreWithHeaders.query: forUnknownQueryType; MeteredSessionStoreWith-
-        # Headers refuses a start range itself first.
+    def test_header_session_store_answers_as_kafka_4_4(tmp_path: Path) -> None:
+        # Kafka 4.4.0's MeteredSessionStoreWithHeaders: header-stripped aggregates for
+        # WindowRangeQuery.withKey, records stamped with the session end for KIP-1356's query;
+        # a start range is refused by the metered store itself, before the bound.
         with FACTORIES["session_headers"](tmp_path / "sh") as store:
-            failed = query(store, WindowRangeQuery.with_key(b"d"), BEHIND, partition=0)
-            assert failed.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
-            assert "withKey" not in failed.get_failure_message()
-            wrong = query(store, WindowRangeQuery.with_window_start_range(0, 10))
+            sessions = list(query(store, WindowRangeQuery.with_key(b"d")).get_result())
+            assert sessions == [
+                KeyValue(Windowed(b"d", Window(0, 5)), b"4"),
+                KeyValue(Windowed(b"d", Window(20, 30)), b"4+"),
+            ]
+            records = query(store, TimestampedWindowRangeWithHeadersQuery.with_key(b"a")).get_result()
+            assert list(records) == [
+                ReadOnlyRecord(Windowed(b"a", Window(0, 5)), b"1", 5, HEADERS),
+                ReadOnlyRecord(Windowed(b"a", Window(20, 30)), b"1+", 30, HEADERS),
+            ]
+            behind = query(store, WindowRangeQuery.with_key(b"d"), BEHIND, partition=0)
+            assert behind.get_failure_reason() is FailureReason.NOT_UP_TO_BOUND
+            wrong = query(store, WindowRangeQuery.with_window_start_range(0, 10), BEHIND, partition=0)
             assert "SessionStores only support WindowRangeQuery.withKey" in wrong.get_failure_message()
+            wrong = query(store, TimestampedWindowRangeWithHeadersQuery.with_window_start_range(0, 10))
+            assert "SessionStores only support TimestampedWindowRangeWithHeadersQuery.withKey" in (
+                wrong.get_failure_message()
+            )
 
 
 def test_key_fields_by_role() -> None:

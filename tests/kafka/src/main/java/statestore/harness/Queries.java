@@ -25,22 +25,23 @@ final class Queries {
         return store.query(build(spec), PositionBound.unbounded(), new QueryConfig(false));
     }
 
-    private static boolean has(final JsonNode spec, final String field) {
+    static boolean has(final JsonNode spec, final String field) {
         return spec.has(field) && !spec.get(field).isNull();
     }
 
-    private static Bytes key(final JsonNode spec, final String field) {
+    static Bytes key(final JsonNode spec, final String field) {
         return Codec.key(spec.get(field));
     }
 
-    private static Instant time(final JsonNode spec, final String field) {
+    static Instant time(final JsonNode spec, final String field) {
         return Instant.ofEpochMilli(Codec.lng(spec.get(field)));
     }
 
     /**
      * A query class this Kafka release does not have. KIP-1356's header queries
      * ({@code TimestampedKeyWithHeadersQuery}, ...) come with Kafka 4.4; 4.3.1 and 3.9 have no such classes, so a
-     * store there answers them as any query class it has no handler for: this stand-in is one.
+     * store there answers them as any query class it has no handler for: this stand-in (built by
+     * {@code src/pre44/java}'s HeaderQueries) is one.
      */
     static final class AbsentQuery implements Query<Object> {
         private final String name;
@@ -114,7 +115,7 @@ final class Queries {
             case "TimestampedRangeWithHeadersQuery":
             case "TimestampedWindowKeyWithHeadersQuery":
             case "TimestampedWindowRangeWithHeadersQuery":
-                return new AbsentQuery(type);
+                return HeaderQueries.build(type, spec);  // the 4.4 classes, or AbsentQuery before 4.4
             default:
                 throw new IllegalArgumentException("unknown query type '" + type + "'; accepted: KeyQuery, RangeQuery,"
                     + " TimestampedKeyQuery, TimestampedRangeQuery, VersionedKeyQuery, MultiVersionedKeyQuery,"
