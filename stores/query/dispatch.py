@@ -1,7 +1,14 @@
 """The store-level :func:`query`: which store family answers which query, and how.
 
 The table in :mod:`stores.query` lists what each store kind answers; the handlers here mirror
-Kafka's metered stores' query handlers and ``StoreQueryUtils.handleBasicQueries``.
+the metered stores' query handlers and ``StoreQueryUtils.handleBasicQueries``: Kafka Streams
+4.3.1's for the stores without headers, 4.4.0's for the KIP-1271 header-aware ones (4.3.1's
+``RocksDB*WithHeaders`` stores refused every query; 4.4 serves them, KAFKA-20703, and adds
+KIP-1356's header queries, answered by ``MeteredTimestampedKeyValueStoreWithHeaders``,
+``MeteredTimestampedWindowStoreWithHeaders`` and ``MeteredSessionStoreWithHeaders`` with
+``ReadOnlyRecord`` results). Kafka's adapters that serve an older store as a header-aware one
+(``TimestampedToHeadersStoreAdapter``, ...) pass the queries to the older store under the
+header-aware metered store: ours (``stores.adapters``) are answered as the family they serve.
 """
 
 from __future__ import annotations
@@ -59,10 +66,10 @@ _STORE_CLASSES: tuple[tuple[type, str], ...] = (
     (SessionStore, "session"),
 )
 
-#: The key range queries, and the window range queries (Kafka names their getters differently).
+#: The key range queries (Kafka names their getters differently).
 _KeyRange = RangeQuery | TimestampedRangeQuery | TimestampedRangeWithHeadersQuery
-_WindowRangeQuery = WindowRangeQuery | TimestampedWindowRangeWithHeadersQuery
-_WINDOW_RANGES = (WindowRangeQuery, TimestampedWindowRangeWithHeadersQuery)
+#: The window range queries: a window-start range (window stores) or a key (session stores).
+_WindowRange = WindowRangeQuery | TimestampedWindowRangeWithHeadersQuery
 
 # Query types that Kafka's basic layer (StoreQueryUtils) knows: their position bound is checked
 # before the store finds out whether it can answer them.
@@ -180,34 +187,35 @@ def _answer(
             handler.run(store, query)
         if isinstance(query, MultiVersionedKeyQuery):
             _multi_bounds(query)
-    if handler is None and not isinstance(query, _BASIC):
+    # Kafka's metered window and session stores refuse a window range query of the wrong form
+    # before it reaches the inner store (so before its position bound is looked at).
+    wrong = _wrong_form(store, query, family, shown)
+    if wrong is not None:
+        result = wrong
+    elif handler is None and not isinstance(query, _BASIC):
         result = QueryResult.for_unknown_query_type(shown, store)
     elif not is_permitted(here, bound, partition):
         result = QueryResult.not_up_to_bound(here, bound, partition)
     elif handler is None:
         result = QueryResult.for_unknown_query_type(shown, store)
     else:
-        wrong = _wrong_form(store, query, family, shown)
-        if wrong is not None:
-            result = wrong
+        try:
+            answer = produce(handler)
+        except InvalidOptionError:
+            raise
+        except Exception as exc:  # Kafka turns every store exception into the result
+            if is_rocksdb_failure(exc):
+                raise  # a damaged database, not a failed query: its owner repairs it
+            # Kafka's parseStoreException: "<class> failed to handle query <q>:" + the trace.
+            answer = QueryResult.for_failure(
+                FailureReason.STORE_EXCEPTION,
+                f"{_class_name(store)} failed to handle query {shown!r}:\n"
+                f"{type(exc).__name__}: {exc}",
+            )
+        if isinstance(answer, QueryResult):
+            result = answer
         else:
-            try:
-                answer = produce(handler)
-            except InvalidOptionError:
-                raise
-            except Exception as exc:  # Kafka turns every store exception into the result
-                if is_rocksdb_failure(exc):
-                    raise  # a damaged database, not a failed query: its owner repairs it
-                # Kafka's parseStoreException: "<class> failed to handle query <q>:" + the trace.
-                answer = QueryResult.for_failure(
-                    FailureReason.STORE_EXCEPTION,
-                    f"{_class_name(store)} failed to handle query {shown!r}:\n"
-                    f"{type(exc).__name__}: {exc}",
-                )
-            if isinstance(answer, QueryResult):
-                result = answer
-            else:
-                result = QueryResult.for_result(_as_iterator(answer, store_class))
+            result = QueryResult.for_result(_as_iterator(answer, store_class))
     if collect_execution_info:
         # Kafka's "Handled in <class> in <n>ns"; a partition answered without opening says so.
         how = "Answered for" if isinstance(store, _Placeholder) else "Handled in"
@@ -243,18 +251,23 @@ def _check_keys(query: Query) -> None:
 
 
 def _wrong_form(store: Any, query: Query, family: str | None, shown: Query) -> QueryResult | None:
-    """The failure Kafka gives for the form of a window range query a store does not take."""
-    if not isinstance(query, _WINDOW_RANGES) or family is None:
+    """The failure Kafka's metered window and session stores give for the form of a window
+    range query they do not take (``MeteredWindowStore`` / ``MeteredSessionStore`` and their
+    header-aware kin, which refuse ``TimestampedWindowRangeWithHeadersQuery`` the same way),
+    before the inner store or the position bound is asked."""
+    if family is None or (family, type(query)) not in _HANDLERS:
         return None
+    if not isinstance(query, (WindowRangeQuery, TimestampedWindowRangeWithHeadersQuery)):
+        return None
+    name = type(query).__name__
     key = _window_range_key(query)
     if family.startswith("session") and key is None:
         return QueryResult.for_unknown_query_type(
-            shown, store, " because SessionStores only support WindowRangeQuery.withKey"
+            shown, store, f" because SessionStores only support {name}.withKey"
         )
     if "window" in family and key is not None:
         return QueryResult.for_unknown_query_type(
-            shown, store,
-            " because WindowStores only supports WindowRangeQuery.withWindowStartRange",
+            shown, store, f" because WindowStores only supports {name}.withWindowStartRange"
         )
     return None
 
@@ -272,12 +285,33 @@ def _pairs(
         _close(entries)
 
 
-def _records(entries: Iterable[Any], stamp: Callable[[Any, Any], int]) -> Iterator[ReadOnlyRecord]:
+def _records(
+    entries: Iterable[Any], stamp: Callable[[Any, Any], int], what: str
+) -> Iterator[ReadOnlyRecord]:
+    """Kafka 4.4's ``ReadOnlyRecordIterator`` of the header-aware metered stores: one record per
+    entry, raising (Kafka: ``StreamsException`` from ``next()``) at an entry that cannot become
+    a ``Record``: a null value (window stores) or a negative timestamp."""
     try:
         for key, value in entries:
-            yield _checked_record(key, value, stamp(key, value))
+            yield _checked_record(key, value, stamp(key, value), what)
     finally:
         _close(entries)
+
+
+def _checked_record(key: Any, value: Any, when: int, what: str) -> ReadOnlyRecord:
+    shown = f"key [{key.key!r}] and window [{key.window}]" if what == "window" else f"key [{key!r}]"
+    if value is None and what == "window":
+        raise CorruptDataError(
+            f"Cannot represent the stored record for {shown} as a ReadOnlyRecord: its value is null."
+        )
+    if when < 0:
+        raise CorruptDataError(
+            f"Cannot represent the stored record for {shown} as a ReadOnlyRecord: its timestamp "
+            f"({when}) is negative."
+        )
+    if value is None:
+        return ReadOnlyRecord(key, None, when, ())
+    return ReadOnlyRecord(key, value.value, when, value.headers)
 
 
 def _close(entries: Any) -> None:
@@ -297,12 +331,12 @@ def _kv_range(store: Any, query: _KeyRange) -> Iterator[tuple[Any, Any]]:
     return iter(store.range(lower, upper, reverse=descending))
 
 
-def _window_range_key(query: _WindowRangeQuery) -> Any:
+def _window_range_key(query: _WindowRange) -> Any:
     """The key of a window range query (set by ``with_key``; None for a start range)."""
     return query.get_key() if isinstance(query, WindowRangeQuery) else query.key()
 
 
-def _window_times(query: _WindowRangeQuery) -> tuple[int | None, int | None]:
+def _window_times(query: _WindowRange) -> tuple[int | None, int | None]:
     """The window-start bounds of a window range query (None unless ``with_window_start_range``)."""
     if isinstance(query, WindowRangeQuery):
         return query.get_time_from(), query.get_time_to()
@@ -319,21 +353,13 @@ def _stamped(value: Any) -> Any:
     return ValueAndTimestamp(value.value, value.timestamp)
 
 
-def _checked_record(key: Any, value: Any, when: int) -> ReadOnlyRecord:
-    if when < 0:
-        # Kafka's Record refuses negative timestamps: a stored one means unexpected state.
-        raise CorruptDataError(
-            f"stored record for key {key!r} has a negative timestamp ({when}); "
-            "cannot construct a ReadOnlyRecord"
-        )
-    return ReadOnlyRecord(key, value.value, when, value.headers)
-
-
 def _kv_key(store: Any, query: KeyQuery) -> Any:
     return store.get(query.get_key())
 
 
 def _ts_key_record(store: Any, query: TimestampedKeyWithHeadersQuery) -> Any:
+    """``MeteredTimestampedKeyValueStoreWithHeaders.runTimestampedKeyWithHeadersQuery`` (4.4): a
+    negative stored timestamp is a failed result, not an exception."""
     found = store.get(query.key())
     if found is None:
         return None
@@ -347,7 +373,7 @@ def _ts_key_record(store: Any, query: TimestampedKeyWithHeadersQuery) -> Any:
 
 
 def _ts_range_records(store: Any, query: _KeyRange) -> Iterator[ReadOnlyRecord]:
-    return _records(_kv_range(store, query), lambda key, value: value.timestamp)
+    return _records(_kv_range(store, query), lambda key, value: value.timestamp, "key")
 
 
 def _unsupported_key(store: Any, query: Any) -> Any:
@@ -398,19 +424,38 @@ def _window_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], An
 
 def _window_range(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
     def run(store: Any, query: WindowRangeQuery) -> Any:
-        return _pairs(store.fetch_all(*_window_times(query)), convert)
+        return _pairs(store.fetch_all(query.get_time_from(), query.get_time_to()), convert)
+
+    return run
+
+
+def _headers_window_value(store: Any, value: Any) -> Any:
+    """A value of a ``TimestampedWindowStoreWithHeaders`` (or an adapter served as one), as
+    Kafka's ``MeteredTimestampedWindowStoreWithHeaders`` gives it (``isUnderlyingStoreTimestamped``):
+    the plain value over a plain window store (``PlainToHeadersWindowStoreAdapter``), else a
+    ``ValueAndTimestamp``."""
+    if isinstance(getattr(store, "store", None), WindowStore):
+        return _plain(value)
+    return _stamped(value)
+
+
+def _headers_window(fetch: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def run(store: Any, query: Any) -> Any:
+        return _pairs(fetch(store, query), lambda value: _headers_window_value(store, value))
 
     return run
 
 
 def _window_key_records(store: Any, query: TimestampedWindowKeyWithHeadersQuery) -> Any:
+    # Kafka keys each record Windowed(key, TimeWindow(start, start + window size)): the window
+    # the store's fetch gives.
     entries = store.fetch(query.key(), query.key(), query.time_from(), query.time_to())
-    return _records(entries, lambda key, value: value.timestamp)
+    return _records(entries, lambda key, value: value.timestamp, "window")
 
 
 def _window_range_records(store: Any, query: TimestampedWindowRangeWithHeadersQuery) -> Any:
     entries = store.fetch_all(*_window_times(query))
-    return _records(entries, lambda key, value: value.timestamp)
+    return _records(entries, lambda key, value: value.timestamp, "window")
 
 
 def _session_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], Any]:
@@ -421,11 +466,14 @@ def _session_key(convert: Callable[[Any], Any] | None) -> Callable[[Any, Any], A
 
 
 def _session_records(store: Any, query: TimestampedWindowRangeWithHeadersQuery) -> Any:
-    # A session has no event time of its own: Kafka stamps its record with the session end.
-    return _records(store.fetch(query.key()), lambda key, value: key.window.end)
+    # A session has no event time of its own: Kafka 4.4 stamps its record with the session end
+    # (MeteredSessionStoreWithHeaders' record iterator; Record refuses a negative one).
+    return _records(store.fetch(query.key()), lambda key, value: key.window.end, "key")
 
 
 def _handlers() -> dict[tuple[str, type], _Handler]:
+    """What each family answers: Kafka Streams 4.3.1's answers for the families without headers,
+    4.4.0's for the header-aware ones (which 4.3.1 refused, KAFKA-20703)."""
     one, many = True, False
     table: dict[tuple[str, type], _Handler] = {
         ("kv", KeyQuery): _Handler(_kv_key, one),
@@ -444,12 +492,21 @@ def _handlers() -> dict[tuple[str, type], _Handler]:
         )
     table[("ts_kv_headers", TimestampedKeyWithHeadersQuery)] = _Handler(_ts_key_record, one)
     table[("ts_kv_headers", TimestampedRangeWithHeadersQuery)] = _Handler(_ts_range_records, many)
-    windows: dict[str, Callable[[Any], Any] | None] = {
-        "window": None, "ts_window": None, "window_headers": _plain, "ts_window_headers": _stamped
-    }
-    for family, convert in windows.items():
-        table[(family, WindowKeyQuery)] = _Handler(_window_key(convert), many)
-        table[(family, WindowRangeQuery)] = _Handler(_window_range(convert), many)
+    for family in ("window", "ts_window"):
+        table[(family, WindowKeyQuery)] = _Handler(_window_key(None), many)
+        table[(family, WindowRangeQuery)] = _Handler(_window_range(None), many)
+    # Values with headers but no timestamp: no Kafka store keeps them (KIP-1300 is a draft);
+    # answered with the plain values, as Kafka's header-aware metered window store answers over
+    # a store without timestamps, and no ReadOnlyRecord (it has no timestamp to give).
+    table[("window_headers", WindowKeyQuery)] = _Handler(_window_key(_plain), many)
+    table[("window_headers", WindowRangeQuery)] = _Handler(_window_range(_plain), many)
+    table[("ts_window_headers", WindowKeyQuery)] = _Handler(
+        _headers_window(lambda s, q: s.fetch(q.get_key(), q.get_time_from(), q.get_time_to())),
+        many,
+    )
+    table[("ts_window_headers", WindowRangeQuery)] = _Handler(
+        _headers_window(lambda s, q: s.fetch_all(q.get_time_from(), q.get_time_to())), many
+    )
     table[("ts_window_headers", TimestampedWindowKeyWithHeadersQuery)] = _Handler(
         _window_key_records, many
     )

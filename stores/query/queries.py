@@ -128,7 +128,9 @@ class TimestampedKeyQuery(Query):
 
 @dataclass(frozen=True, repr=False)
 class TimestampedKeyWithHeadersQuery(Query):
-    """One key's record with headers (Kafka's ``TimestampedKeyWithHeadersQuery``, KIP-1356)."""
+    """One key's record with headers (Kafka's ``TimestampedKeyWithHeadersQuery``, KIP-1356, Kafka
+    4.4): a ``ReadOnlyRecord``, from a ``TimestampedKeyValueStoreWithHeaders`` (see
+    :mod:`stores.query`)."""
 
     _key: Any
     _skip_cache: bool = False
@@ -244,7 +246,8 @@ class TimestampedRangeQuery(_Range):
 
 @dataclass(frozen=True, repr=False)
 class TimestampedRangeWithHeadersQuery(_Range):
-    """A range of records with headers (Kafka's ``TimestampedRangeWithHeadersQuery``)."""
+    """A range of records with headers (Kafka's ``TimestampedRangeWithHeadersQuery``, KIP-1356,
+    Kafka 4.4): an iterator of ``ReadOnlyRecord``, from a ``TimestampedKeyValueStoreWithHeaders``."""
 
     def lower_bound(self) -> Any:
         """The lower bound, or None."""
@@ -454,7 +457,8 @@ class WindowRangeQuery(_WindowRange):
 @dataclass(frozen=True, repr=False)
 class TimestampedWindowKeyWithHeadersQuery(Query):
     """One key's windowed records with headers (Kafka's
-    ``TimestampedWindowKeyWithHeadersQuery``, KIP-1356)."""
+    ``TimestampedWindowKeyWithHeadersQuery``, KIP-1356, Kafka 4.4): ``ReadOnlyRecord`` s keyed by
+    ``Windowed``, from a ``TimestampedWindowStoreWithHeaders``."""
 
     _key: Any
     _time_from: int | None = None
@@ -493,8 +497,9 @@ class TimestampedWindowKeyWithHeadersQuery(Query):
 
 @dataclass(frozen=True, repr=False)
 class TimestampedWindowRangeWithHeadersQuery(_WindowRange):
-    """Kafka's ``TimestampedWindowRangeWithHeadersQuery``: records with headers by window-start
-    range (window stores) or by key (session stores)."""
+    """Kafka's ``TimestampedWindowRangeWithHeadersQuery`` (KIP-1356, Kafka 4.4): records with
+    headers by window-start range (``TimestampedWindowStoreWithHeaders``) or by key
+    (``SessionStoreWithHeaders``, stamped with the session end)."""
 
     def key(self) -> Any:
         """The key of a ``with_key`` query, else None."""

@@ -8,6 +8,7 @@ import pytest
 
 from tests.kafka.harness import (
     KAFKA3_VERSION,
+    KAFKA44_VERSION,
     KAFKA_VERSION,
     HarnessBuildError,
     HarnessDiedError,
@@ -45,3 +46,14 @@ def kafka_harness_3() -> Iterator[KafkaHarness]:
     failure rules as ``kafka_harness``.
     """
     yield from _harness(KAFKA3_VERSION)
+
+
+@pytest.fixture(scope="session")
+def kafka_harness_44() -> Iterator[KafkaHarness]:
+    """Kafka Streams 4.4.0's own stores in another JVM, built and started only when a test asks.
+
+    The judge of the header-aware stores' IQv2 answers: 4.4 is the first release whose
+    KIP-1271 header-aware stores answer queries (KAFKA-20703) and that has KIP-1356's header
+    query types. Same variants, cache and failure rules as ``kafka_harness``.
+    """
+    yield from _harness(KAFKA44_VERSION)

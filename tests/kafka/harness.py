@@ -5,10 +5,15 @@ line on stdin and answers one JSON line on stdout. Bytes travel as lowercase hex
 JSON null. :func:`build` compiles it with Maven once per Kafka version and content hash of
 ``pom.xml`` and the Java sources, into a cache directory outside the checkout; :class:`KafkaHarness`
 starts the JVM and speaks the protocol. The session fixtures ``kafka_harness`` (Kafka Streams
-4.3.1) and ``kafka_harness_3`` (3.9.1) in ``tests/kafka/conftest.py`` do both.
+4.3.1), ``kafka_harness_44`` (4.4.0) and ``kafka_harness_3`` (3.9.1) in
+``tests/kafka/conftest.py`` do both.
 
-Kafka versions: ``build(kafka_version=...)`` takes a 4.3.x or a 3.9.x release (:data:`KAFKA_VERSION`,
-:data:`KAFKA3_VERSION`). The 3.9 build (Maven profile ``kafka39``) compiles ``src/kafka39/java``
+Kafka versions: ``build(kafka_version=...)`` takes a 4.3.x, 4.4.x or 3.9.x release
+(:data:`KAFKA_VERSION`, :data:`KAFKA44_VERSION`, :data:`KAFKA3_VERSION`). The 4.4 build (Maven
+profile ``kafka44``) compiles 4.3's ``src/kafka43/java`` plus ``src/kafka44/java`` (KIP-1356's
+header query classes, whose ``ReadOnlyRecord`` results it encodes ``{"key", "v", "t", "h"}``);
+the 4.3 and 3.9 builds compile ``src/pre44/java`` there (a stand-in query class, which every store
+refuses as an unknown query type). The 3.9 build (Maven profile ``kafka39``) compiles ``src/kafka39/java``
 instead of ``src/kafka43/java``: 3.9 has no KIP-1271 header-aware stores (so neither
 ``timestamped_headers``, ``timestamped_window_headers`` nor ``session_headers``: see
 :data:`KAFKA3_VARIANTS` and :attr:`KafkaHarness.variants`), its RocksDBs have no KIP-1035
@@ -33,7 +38,8 @@ RocksDB that Kafka opens and closes and the dump opens read-only); JVM start 0.7
 build 5 s with a warm ``~/.m2`` (about 45 s when it first downloads Kafka's jars). Kafka 3.9.1 costs
 the same: about 25 ms per 30-op key-value run, JVM start 0.7 s, its build 8 s with a warm ``~/.m2``
 (52 s from an empty Maven repository, 107 MB with Maven's plugins). The JVM's response also carries
-``timing_us`` (driver start, ops, close, dump) for profiling.
+``timing_us`` (driver start, ops, close, dump) for profiling. Kafka 4.4.0's build takes about 9 s
+with a warm ``~/.m2`` (its JVM starts in 0.7 s, same RocksDB 10.1.3 as 4.3.1).
 """
 
 from __future__ import annotations
@@ -58,7 +64,8 @@ MAIN_CLASS = "statestore.harness.Harness"
 #: What a machine needs for the harness, said by every failure to build or start it.
 INSTALL_HINT = (
     "the Kafka harness needs a Java 17 JDK (java, javac) and Maven 3.8+ (mvn) on PATH, and Maven "
-    "Central reachable for org.apache.kafka:kafka-streams 4.3.1 (and 3.9.1 for kafka_harness_3) "
+    "Central reachable for org.apache.kafka:kafka-streams 4.3.1 (and 3.9.1 for kafka_harness_3, "
+    "4.4.0 for kafka_harness_44) "
     "(Debian/Ubuntu: apt-get install openjdk-17-jdk-headless maven)"
 )
 
@@ -66,8 +73,11 @@ INSTALL_HINT = (
 KAFKA_VERSION = "4.3.1"
 #: The Kafka Streams 3.x release of the ``kafka_harness_3`` fixture.
 KAFKA3_VERSION = "3.9.1"
+#: The Kafka Streams 4.4 release of the ``kafka_harness_44`` fixture: the first whose header-aware
+#: stores answer IQv2 (KAFKA-20703) and that has KIP-1356's header query types.
+KAFKA44_VERSION = "4.4.0"
 #: Per release line, its Maven profile in ``pom.xml`` (None: the default build, ``src/kafka43/java``).
-_PROFILES: dict[str, str | None] = {"4.3": None, "3.9": "kafka39"}
+_PROFILES: dict[str, str | None] = {"4.3": None, "4.4": "kafka44", "3.9": "kafka39"}
 
 VARIANTS = (
     "key_value",
@@ -164,12 +174,12 @@ def _cfs_order(entry: list[Any]) -> tuple[bool, int, str, str, str]:
 
 
 def _profile(kafka_version: str) -> str | None:
-    """The Maven profile of ``kafka_version``'s release line (4.3 or 3.9)."""
+    """The Maven profile of ``kafka_version``'s release line (4.3, 4.4 or 3.9)."""
     line = ".".join(kafka_version.split(".")[:2])
     if line not in _PROFILES or len(kafka_version.split(".")) != 3:
         raise ValueError(
-            f"kafka_version={kafka_version!r}: the harness builds a 4.3.x or 3.9.x release of Kafka "
-            f"Streams (x.y.z), e.g. {KAFKA_VERSION!r} or {KAFKA3_VERSION!r}"
+            f"kafka_version={kafka_version!r}: the harness builds a 4.3.x, 4.4.x or 3.9.x release of "
+            f"Kafka Streams (x.y.z), e.g. {KAFKA_VERSION!r}, {KAFKA44_VERSION!r} or {KAFKA3_VERSION!r}"
         )
     return _PROFILES[line]
 
@@ -206,7 +216,7 @@ def build(root: Path | None = None, *, mvn: str | None = None, kafka_version: st
     complete, so an interrupted or concurrent build never leaves a half-built entry.
 
     Raises:
-        ValueError: ``kafka_version`` is not a 4.3.x or 3.9.x release.
+        ValueError: ``kafka_version`` is not a 4.3.x, 4.4.x or 3.9.x release.
         HarnessBuildError: ``java``/``mvn`` is missing or Maven failed (with its output's tail).
     """
     profile = _profile(kafka_version)

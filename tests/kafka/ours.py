@@ -24,7 +24,11 @@ from stores.query import (
     QueryResult,
     RangeQuery,
     TimestampedKeyQuery,
+    TimestampedKeyWithHeadersQuery,
     TimestampedRangeQuery,
+    TimestampedRangeWithHeadersQuery,
+    TimestampedWindowKeyWithHeadersQuery,
+    TimestampedWindowRangeWithHeadersQuery,
     VersionedKeyQuery,
     WindowKeyQuery,
     WindowRangeQuery,
@@ -34,6 +38,7 @@ from stores.query.queries import Query
 from stores.protocols import VersionedRecord
 from stores.records import (
     KeyValue,
+    ReadOnlyRecord,
     ValueAndHeaders,
     ValueAndTimestamp,
     ValueTimestampHeaders,
@@ -149,6 +154,9 @@ def encode(answer: Any) -> Any:
         return answer
     if isinstance(answer, (bytes, bytearray)):
         return bytes(answer).hex()
+    if isinstance(answer, ReadOnlyRecord):  # Kafka 4.4's KIP-1356 query results
+        return {"key": encode(answer.key), "v": encode(answer.value), "t": answer.timestamp,
+                "h": _hex_headers(answer.headers)}  # fmt: skip
     if isinstance(answer, ValueTimestampHeaders):
         return {"v": answer.value.hex(), "t": answer.timestamp, "h": _hex_headers(answer.headers)}
     if isinstance(answer, ValueAndTimestamp):
@@ -167,19 +175,24 @@ def encode(answer: Any) -> Any:
 
 
 def build_query(spec: dict[str, Any]) -> Query:
-    """Our IQv2 query of the harness's query spec (Kafka's factories, snake_case)."""
+    """Our IQv2 query of the harness's query spec (Kafka's factories, snake_case). The KIP-1356
+    header query types come with Kafka 4.4: a 4.3.1 or 3.9.1 harness sends a stand-in class."""
     kind = spec["type"]
 
     def key(field: str) -> bytes | None:
         return None if spec.get(field) is None else bytes.fromhex(spec[field])
 
     ordered = spec.get("ascending")
-    if kind in ("KeyQuery", "TimestampedKeyQuery", "VersionedKeyQuery"):
+    if kind in ("KeyQuery", "TimestampedKeyQuery", "VersionedKeyQuery",
+                "TimestampedKeyWithHeadersQuery"):  # fmt: skip
         query: Any = {"KeyQuery": KeyQuery, "TimestampedKeyQuery": TimestampedKeyQuery,
-                      "VersionedKeyQuery": VersionedKeyQuery}[kind].with_key(key("key"))  # fmt: skip
+                      "VersionedKeyQuery": VersionedKeyQuery,
+                      "TimestampedKeyWithHeadersQuery": TimestampedKeyWithHeadersQuery,
+                      }[kind].with_key(key("key"))  # fmt: skip
         return query if spec.get("asOf") is None else query.as_of(spec["asOf"])
-    if kind in ("RangeQuery", "TimestampedRangeQuery"):
-        cls: Any = RangeQuery if kind == "RangeQuery" else TimestampedRangeQuery
+    if kind in ("RangeQuery", "TimestampedRangeQuery", "TimestampedRangeWithHeadersQuery"):
+        cls: Any = {"RangeQuery": RangeQuery, "TimestampedRangeQuery": TimestampedRangeQuery,
+                    "TimestampedRangeWithHeadersQuery": TimestampedRangeWithHeadersQuery}[kind]  # fmt: skip
         lower, upper = key("lower"), key("upper")
         if lower is not None and upper is not None:
             query = cls.with_range(lower, upper)
@@ -202,13 +215,18 @@ def build_query(spec: dict[str, Any]) -> Query:
             query = (query.with_ascending_timestamps() if ordered
                      else query.with_descending_timestamps())  # fmt: skip
         return cast(Query, query)
-    if kind == "WindowKeyQuery":
-        return WindowKeyQuery.with_key_and_window_start_range(
+    if kind in ("WindowKeyQuery", "TimestampedWindowKeyWithHeadersQuery"):
+        window_key: Any = (WindowKeyQuery if kind == "WindowKeyQuery"
+                           else TimestampedWindowKeyWithHeadersQuery)  # fmt: skip
+        return cast(Query, window_key.with_key_and_window_start_range(
             key("key"), spec["fromTime"], spec["toTime"]
-        )
+        ))  # fmt: skip
+    window_range: Any = {"WindowRangeQuery": WindowRangeQuery,
+                         "TimestampedWindowRangeWithHeadersQuery":
+                             TimestampedWindowRangeWithHeadersQuery}[kind]  # fmt: skip
     if spec.get("key") is not None:
-        return WindowRangeQuery.with_key(key("key"))
-    return WindowRangeQuery.with_window_start_range(spec["fromTime"], spec["toTime"])
+        return cast(Query, window_range.with_key(key("key")))
+    return cast(Query, window_range.with_window_start_range(spec["fromTime"], spec["toTime"]))
 
 
 def encode_result(result: QueryResult) -> dict[str, Any]:

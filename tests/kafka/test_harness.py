@@ -1,5 +1,6 @@
-"""Tests of the Kafka harness itself: the JVM answers as Kafka Streams 4.3.1's own classes do, and
-the 3.9.1 build (fixture ``kafka_harness_3``) as 3.9.1's do.
+"""Tests of the Kafka harness itself: the JVM answers as Kafka Streams 4.3.1's own classes do, the
+3.9.1 build (fixture ``kafka_harness_3``) as 3.9.1's do, and the 4.4.0 build (fixture
+``kafka_harness_44``) as 4.4.0's do.
 
 Each expectation cites the Kafka class whose behaviour it states.
 """
@@ -14,6 +15,7 @@ import pytest
 from tests.kafka.harness import (
     KAFKA3_VARIANTS,
     KAFKA3_VERSION,
+    KAFKA44_VERSION,
     KAFKA_VARIANTS,
     KAFKA_VERSION,
     HarnessBuildError,
@@ -275,7 +277,8 @@ def test_the_harness_knows_its_version_and_variants(kafka_harness: KafkaHarness)
 
 def test_builds_are_cached_per_kafka_version(tmp_path: Path) -> None:
     assert source_hash(KAFKA_VERSION) != source_hash(KAFKA3_VERSION)
-    with pytest.raises(ValueError, match=r"kafka_version='4\.0\.0'.*4\.3\.x or 3\.9\.x"):
+    assert source_hash(KAFKA_VERSION) != source_hash(KAFKA44_VERSION)
+    with pytest.raises(ValueError, match=r"kafka_version='4\.0\.0'.*4\.3\.x, 4\.4\.x or 3\.9\.x"):
         build(tmp_path, kafka_version="4.0.0")
 
 
@@ -353,3 +356,46 @@ def test_kafka3_processors_session_store_has_no_backward_fetches(
     }
     assert kafka_harness_3.run("session", {"retentionMs": 10_000}, ops).answers == [None, refused, refused, session]
     assert kafka_harness.run("session", {"retentionMs": 10_000}, ops).answers == [None, session, session, session]
+
+
+# -- Kafka Streams 4.4.0 -------------------------------------------------------------------------
+
+
+def test_kafka44_harness_is_kafka_4_4_with_the_same_variants(kafka_harness_44: KafkaHarness) -> None:
+    """4.4.0 keeps 4.3's KIP-1271 header-aware stores (the same harness sources, src/kafka43)."""
+    assert kafka_harness_44.kafka_version == KAFKA44_VERSION
+    assert kafka_harness_44.variants == KAFKA_VARIANTS
+
+
+@pytest.mark.parametrize("variant", sorted(CASES))
+def test_kafka44_each_variant_puts_gets_logs_writes_and_restores(
+    kafka_harness_44: KafkaHarness, variant: str
+) -> None:
+    """4.4.0's stores answer, log and lay out as 4.3.1's for these writes, and
+    ``ProcessorStateManager.restore`` rebuilds them (HarnessAccess / HarnessRestore still fit)."""
+    params, write, read, expected, segments = CASES[variant]
+    writes = [write, write] if variant == "window_duplicates" else [write]
+    result = kafka_harness_44.run(variant, params, [*writes, read])
+    assert result.answers[-1] == expected
+    assert result.changelog and result.cfs
+    assert {entry[0] for entry in result.cfs} == segments
+    restored = kafka_harness_44.restore(variant, params, result.changelog, ops=[read])
+    assert restored.cfs == result.cfs
+    assert restored.answers == [expected]
+
+
+def test_kafka44_has_kip_1356_header_queries(kafka_harness_44: KafkaHarness, kafka_harness: KafkaHarness) -> None:
+    """``MeteredTimestampedKeyValueStoreWithHeaders.runTimestampedKeyWithHeadersQuery`` (4.4): a
+    ``ReadOnlyRecord`` (``{"key", "v", "t", "h"}``); 4.3.1 has no such query class (the harness's
+    stand-in is refused) and its header-aware store refuses even a ``KeyQuery`` (KAFKA-20703)."""
+    ops = [
+        {"m": "put", "a": ["01", {"v": "aa", "t": 7, "h": HEADERS}], "rt": 1},
+        {"m": "query", "a": [{"type": "TimestampedKeyWithHeadersQuery", "key": "01"}], "rt": 2},
+        {"m": "query", "a": [{"type": "KeyQuery", "key": "01"}], "rt": 2},
+    ]
+    new = kafka_harness_44.run("timestamped_headers", {}, ops).answers
+    assert new[1] == {"ok": True, "failure": None, "result": {"key": "01", "v": "aa", "t": 7, "h": HEADERS}}
+    assert new[2] == {"ok": True, "failure": None, "result": "aa"}
+    old = kafka_harness.run("timestamped_headers", {}, ops).answers
+    assert old[1]["failure"] == old[2]["failure"] == "UNKNOWN_QUERY_TYPE"
+    assert "absent in Kafka Streams 4.3.1" in old[1]["msg"]

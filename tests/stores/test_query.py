@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores.errors import InvalidOptionError
+from stores.errors import CorruptDataError, InvalidOptionError
 from stores.key_value.store import KeyValueStore
 from stores.protocols import VersionedRecord
 from stores.query import (
@@ -316,8 +316,14 @@ ALL_QUERIES = {
 _KV = {"KeyQuery", "RangeQuery"}
 _TS = _KV | {"TimestampedKeyQuery", "TimestampedRangeQuery"}
 _WINDOW = {"WindowKeyQuery", "WindowRangeQuery.window"}
-#: What each store kind answers, written from Kafka's Metered*Store query handlers.
-ANSWERS = {
+#: What each store kind answers, written from Kafka Streams' Metered*Store query handlers and
+#: checked against its stores (tests/kafka/test_queries_kafka.py): 4.3.1's for the stores without
+#: headers; 4.4.0's for the KIP-1271 header-aware ones, which 4.3.1 refused (its RocksDB*With-
+#: Headers stores overrode query() with forUnknownQueryType) and 4.4 serves (KAFKA-20703), with
+#: KIP-1356's header queries (MeteredTimestampedKeyValueStoreWithHeaders, MeteredTimestamped-
+#: WindowStoreWithHeaders, MeteredSessionStoreWithHeaders). window_headers (values with headers,
+#: no timestamp) has no Kafka store: plain values, no records.
+ANSWERS: dict[str, set[str]] = {
     "kv": _KV,
     "ts_kv": _TS,
     "ts_kv_headers": _TS | {"TimestampedKeyWithHeadersQuery", "TimestampedRangeWithHeadersQuery"},
@@ -438,6 +444,7 @@ if TIMESTAMPED is not None:
             ]
 
     def test_header_store_serves_records_and_header_stripped_values(tmp_path: Path) -> None:
+        # Kafka 4.4.0's MeteredTimestampedKeyValueStoreWithHeaders (KAFKA-20703, KIP-1356).
         with _ts_headers(tmp_path / "th") as store:
             assert query(store, KeyQuery.with_key(b"a")).get_result() == b"1"
             assert query(store, TimestampedKeyQuery.with_key(b"a")).get_result() == (
@@ -456,15 +463,53 @@ if TIMESTAMPED is not None:
                 KeyValue(b"d", ValueAndTimestamp(b"4", 103))
             ]
 
+    def test_header_store_checks_the_bound_as_the_basic_layer_does(tmp_path: Path) -> None:
+        # 4.4's header-aware RocksDB store no longer overrides query(): the raw KeyQuery /
+        # RangeQuery the metered store sends it meets StoreQueryUtils' position check.
+        with _ts_headers(tmp_path / "th") as store:
+            for q in (KeyQuery.with_key(b"a"), TimestampedKeyWithHeadersQuery.with_key(b"a"),
+                      TimestampedRangeWithHeadersQuery.with_no_bounds()):  # fmt: skip
+                failed = query(store, q, BEHIND, partition=0)
+                assert failed.get_failure_reason() is FailureReason.NOT_UP_TO_BOUND
+
     def test_a_negative_stored_timestamp_cannot_become_a_record(tmp_path: Path) -> None:
+        # runTimestampedKeyWithHeadersQuery: a STORE_EXCEPTION result; the record iterator's
+        # next(): a StreamsException (ours: CorruptDataError).
         with TIMESTAMPED.TimestampedKeyValueStoreWithHeaders(tmp_path / "neg") as store:
             store.put(b"k", ValueTimestampHeaders(b"v", -1, ()))
             failed = query(store, TimestampedKeyWithHeadersQuery.with_key(b"k"))
             assert failed.get_failure_reason() is FailureReason.STORE_EXCEPTION
-            assert "negative timestamp" in failed.get_failure_message()
+            assert "negative timestamp (-1)" in failed.get_failure_message()
             iterator = query(store, TimestampedRangeWithHeadersQuery.with_no_bounds()).get_result()
-            with pytest.raises(Exception, match="negative timestamp"):
+            with pytest.raises(CorruptDataError, match=r"timestamp \(-1\) is negative"):
                 next(iterator)
+
+    def test_header_adapters_answer_as_the_store_they_serve(tmp_path: Path) -> None:
+        # Kafka's TimestampedToHeadersStoreAdapter / PlainToHeadersStoreAdapter pass KeyQuery and
+        # RangeQuery to the older store; MeteredTimestampedKeyValueStoreWithHeaders strips the
+        # headers (timestamp -1 from a plain store) or, for KIP-1356's queries (4.4), makes
+        # records with empty headers; a plain store's -1 cannot become a record.
+        from stores.adapters import PlainToHeadersStoreAdapter, TimestampedToHeadersStoreAdapter
+
+        with TimestampedToHeadersStoreAdapter(_ts(tmp_path / "ts")) as adapter:
+            assert query(adapter, KeyQuery.with_key(b"b")).get_result() == b"2"
+            assert query(adapter, TimestampedKeyQuery.with_key(b"b")).get_result() == (
+                ValueAndTimestamp(b"2", 101)
+            )
+            assert list(query(adapter, TimestampedRangeQuery.with_lower_bound(b"d")).get_result()) == [
+                KeyValue(b"d", ValueAndTimestamp(b"4", 103))
+            ]
+            record = query(adapter, TimestampedKeyWithHeadersQuery.with_key(b"b")).get_result()
+            assert record == ReadOnlyRecord(b"b", b"2", 101, ())
+        with PlainToHeadersStoreAdapter(_kv(tmp_path / "kv")) as adapter:
+            assert query(adapter, TimestampedKeyQuery.with_key(b"a")).get_result() == (
+                ValueAndTimestamp(b"1", -1)
+            )
+            failed = query(adapter, TimestampedKeyWithHeadersQuery.with_key(b"a"))
+            assert failed.get_failure_reason() is FailureReason.STORE_EXCEPTION
+            assert list(query(adapter, RangeQuery.with_upper_bound(b"a")).get_result()) == [
+                KeyValue(b"a", b"1")
+            ]
 
 
 # -- versioned results ----------------------------------------------------------------------------
@@ -522,6 +567,8 @@ def test_position_bound_not_reached_fails_and_reached_succeeds(tmp_path: Path) -
 
 
 def test_unknown_types_fail_before_the_bound_and_basic_types_after_it(tmp_path: Path) -> None:
+    # StoreQueryUtils.handleBasicQueries: an unknown class fails at once, a basic one is checked
+    # against the bound first.
     with _kv(tmp_path / "kv") as store:
         # TimestampedKeyQuery is unknown to the basic layer: UNKNOWN_QUERY_TYPE at once.
         unknown = query(store, TimestampedKeyQuery.with_key(b"a"), BEHIND, partition=0)
@@ -598,25 +645,28 @@ if WINDOW is not None:
 
     @pytest.mark.parametrize("family", ["window", "ts_window", "window_headers", "ts_window_headers"])
     def test_window_queries(tmp_path: Path, family: str) -> None:
+        # ts_window_headers: Kafka 4.4.0's MeteredTimestampedWindowStoreWithHeaders gives
+        # ValueAndTimestamp (isUnderlyingStoreTimestamped); window_headers keeps no timestamp.
         store = FACTORIES[family](tmp_path / family)
         with store:
             by_key = list(query(store, WindowKeyQuery.with_key_and_window_start_range(b"b", 5, 20)).get_result())
-            expected: dict[str, Callable[[bytes, int], Any]] = {
-                "window": lambda v, t: v,
-                "window_headers": lambda v, t: v,
-                "ts_window": ValueAndTimestamp,
-                "ts_window_headers": ValueAndTimestamp,
-            }
-            make = expected[family]
+            make: Callable[[bytes, int], Any] = (
+                ValueAndTimestamp if family.startswith("ts_") else lambda v, t: v
+            )
             assert by_key == [KeyValue(10, make(b"2", 11)), KeyValue(20, make(b"2", 21))]
             by_time = list(query(store, WindowRangeQuery.with_window_start_range(10, 10)).get_result())
             assert sorted(by_time) == sorted(
                 KeyValue(Windowed(k, Window(10, 20)), make(v, 11)) for k, v in ROWS.items()
             )
-            wrong = query(store, WindowRangeQuery.with_key(b"a"))
+            # MeteredWindowStore refuses the key form itself, before the bound is looked at.
+            wrong = query(store, WindowRangeQuery.with_key(b"a"), BEHIND, partition=0)
+            assert wrong.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
             assert "withWindowStartRange" in wrong.get_failure_message()
 
     def test_header_window_records(tmp_path: Path) -> None:
+        # Kafka 4.4.0's MeteredTimestampedWindowStoreWithHeaders (KIP-1356): records keyed by
+        # Windowed(key, [start, start + size)); the key form of the range query is refused by the
+        # metered store itself, before the bound.
         with FACTORIES["ts_window_headers"](tmp_path / "twh") as store:
             records = query(
                 store, TimestampedWindowKeyWithHeadersQuery.with_key_and_window_start_range(b"c", 0, 10)
@@ -629,27 +679,69 @@ if WINDOW is not None:
                 store, TimestampedWindowRangeWithHeadersQuery.with_window_start_range(20, 20)
             ).get_result()
             assert {r.key.key for r in ranged} == set(ROWS)
+            wrong = query(store, TimestampedWindowRangeWithHeadersQuery.with_key(b"a"), BEHIND, partition=0)
+            assert wrong.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
+            assert "TimestampedWindowRangeWithHeadersQuery.withWindowStartRange" in (
+                wrong.get_failure_message()
+            )
+
+    def test_header_window_adapters_answer_as_kafkas_metered_store(tmp_path: Path) -> None:
+        # MeteredTimestampedWindowStoreWithHeaders.isUnderlyingStoreTimestamped: over
+        # TimestampedToHeadersWindowStoreAdapter ValueAndTimestamp, over
+        # PlainToHeadersWindowStoreAdapter the plain value.
+        from stores.adapters import (
+            PlainToHeadersWindowStoreAdapter,
+            TimestampedToHeadersWindowStoreAdapter,
+        )
+
+        key_query = WindowKeyQuery.with_key_and_window_start_range(b"b", 5, 10)
+        stamped = TimestampedToHeadersWindowStoreAdapter(FACTORIES["ts_window"](tmp_path / "t"))
+        with stamped:
+            assert list(query(stamped, key_query).get_result()) == [
+                KeyValue(10, ValueAndTimestamp(b"2", 11))
+            ]
+        with PlainToHeadersWindowStoreAdapter(FACTORIES["window"](tmp_path / "p")) as plain:
+            assert list(query(plain, key_query).get_result()) == [KeyValue(10, b"2")]
+            by_time = query(plain, WindowRangeQuery.with_window_start_range(20, 20)).get_result()
+            assert KeyValue(Windowed(b"a", Window(20, 30)), b"1") in list(by_time)
 
 if SESSION is not None:
 
-    @pytest.mark.parametrize("family", ["session", "session_headers"])
-    def test_session_queries(tmp_path: Path, family: str) -> None:
-        with FACTORIES[family](tmp_path / family) as store:
+    def test_session_queries(tmp_path: Path) -> None:
+        with FACTORIES["session"](tmp_path / "session") as store:
             sessions = list(query(store, WindowRangeQuery.with_key(b"d")).get_result())
             assert sessions == [
                 KeyValue(Windowed(b"d", Window(0, 5)), b"4"),
                 KeyValue(Windowed(b"d", Window(20, 30)), b"4+"),
             ]
-            wrong = query(store, WindowRangeQuery.with_window_start_range(0, 10))
+            # MeteredSessionStore refuses the start-range form itself, before the bound.
+            wrong = query(store, WindowRangeQuery.with_window_start_range(0, 10), BEHIND, partition=0)
+            assert wrong.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
             assert "withKey" in wrong.get_failure_message()
 
-    def test_header_session_records_are_stamped_with_the_session_end(tmp_path: Path) -> None:
+    def test_header_session_store_answers_as_kafka_4_4(tmp_path: Path) -> None:
+        # Kafka 4.4.0's MeteredSessionStoreWithHeaders: header-stripped aggregates for
+        # WindowRangeQuery.withKey, records stamped with the session end for KIP-1356's query;
+        # a start range is refused by the metered store itself, before the bound.
         with FACTORIES["session_headers"](tmp_path / "sh") as store:
+            sessions = list(query(store, WindowRangeQuery.with_key(b"d")).get_result())
+            assert sessions == [
+                KeyValue(Windowed(b"d", Window(0, 5)), b"4"),
+                KeyValue(Windowed(b"d", Window(20, 30)), b"4+"),
+            ]
             records = query(store, TimestampedWindowRangeWithHeadersQuery.with_key(b"a")).get_result()
             assert list(records) == [
                 ReadOnlyRecord(Windowed(b"a", Window(0, 5)), b"1", 5, HEADERS),
                 ReadOnlyRecord(Windowed(b"a", Window(20, 30)), b"1+", 30, HEADERS),
             ]
+            behind = query(store, WindowRangeQuery.with_key(b"d"), BEHIND, partition=0)
+            assert behind.get_failure_reason() is FailureReason.NOT_UP_TO_BOUND
+            wrong = query(store, WindowRangeQuery.with_window_start_range(0, 10), BEHIND, partition=0)
+            assert "SessionStores only support WindowRangeQuery.withKey" in wrong.get_failure_message()
+            wrong = query(store, TimestampedWindowRangeWithHeadersQuery.with_window_start_range(0, 10))
+            assert "SessionStores only support TimestampedWindowRangeWithHeadersQuery.withKey" in (
+                wrong.get_failure_message()
+            )
 
 
 def test_key_fields_by_role() -> None:

@@ -165,6 +165,10 @@ final class Codec {
         if (withHeaders != null) {
             return withHeaders;
         }
+        final JsonNode record = HeaderQueries.encode(o);  // ReadOnlyRecord (Kafka 4.4's KIP-1356 queries)
+        if (record != null) {
+            return record;
+        }
         throw new IllegalStateException("no JSON encoding for " + o.getClass().getName());
     }
 

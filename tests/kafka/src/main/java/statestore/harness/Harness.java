@@ -27,7 +27,6 @@ import org.apache.kafka.common.serialization.LongSerializer;
 import org.apache.kafka.common.serialization.ShortSerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.serialization.UUIDSerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.common.utils.Utils;
 import org.rocksdb.RocksDB;
@@ -40,13 +39,29 @@ import org.rocksdb.RocksDB;
  * Everything else the JVM might print goes to stderr: stdout carries the protocol only.
  */
 public final class Harness {
-    static final String KAFKA_VERSION = AppInfoParser.getVersion();
+    static final String KAFKA_VERSION = kafkaVersion();
 
     private static final ObjectMapper JSON = JsonMapper.builder()
         .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
         .build();
 
     private Harness() { }
+
+    /**
+     * The kafka-clients release on the classpath, from the resource Kafka's AppInfoParser reads
+     * ({@code /kafka/kafka-version.properties}): AppInfoParser itself moved to {@code common.utils.internals} in 4.4.
+     */
+    private static String kafkaVersion() {
+        try (java.io.InputStream in = Harness.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            final java.util.Properties props = new java.util.Properties();
+            if (in != null) {
+                props.load(in);
+            }
+            return props.getProperty("version", "unknown");
+        } catch (final java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
 
     public static void main(final String[] args) throws Exception {
         final Writer out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));

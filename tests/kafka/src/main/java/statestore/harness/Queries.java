@@ -25,16 +25,35 @@ final class Queries {
         return store.query(build(spec), PositionBound.unbounded(), new QueryConfig(false));
     }
 
-    private static boolean has(final JsonNode spec, final String field) {
+    static boolean has(final JsonNode spec, final String field) {
         return spec.has(field) && !spec.get(field).isNull();
     }
 
-    private static Bytes key(final JsonNode spec, final String field) {
+    static Bytes key(final JsonNode spec, final String field) {
         return Codec.key(spec.get(field));
     }
 
-    private static Instant time(final JsonNode spec, final String field) {
+    static Instant time(final JsonNode spec, final String field) {
         return Instant.ofEpochMilli(Codec.lng(spec.get(field)));
+    }
+
+    /**
+     * A query class this Kafka release does not have. KIP-1356's header queries
+     * ({@code TimestampedKeyWithHeadersQuery}, ...) come with Kafka 4.4; 4.3.1 and 3.9 have no such classes, so a
+     * store there answers them as any query class it has no handler for: this stand-in (built by
+     * {@code src/pre44/java}'s HeaderQueries) is one.
+     */
+    static final class AbsentQuery implements Query<Object> {
+        private final String name;
+
+        AbsentQuery(final String name) {
+            this.name = name;
+        }
+
+        @Override
+        public String toString() {
+            return name + "{absent in Kafka Streams " + Harness.KAFKA_VERSION + "}";
+        }
     }
 
     private static Query<?> build(final JsonNode spec) {
@@ -92,10 +111,17 @@ final class Queries {
                 return has(spec, "key")
                     ? WindowRangeQuery.withKey(key(spec, "key"))
                     : WindowRangeQuery.withWindowStartRange(time(spec, "fromTime"), time(spec, "toTime"));
+            case "TimestampedKeyWithHeadersQuery":
+            case "TimestampedRangeWithHeadersQuery":
+            case "TimestampedWindowKeyWithHeadersQuery":
+            case "TimestampedWindowRangeWithHeadersQuery":
+                return HeaderQueries.build(type, spec);  // the 4.4 classes, or AbsentQuery before 4.4
             default:
                 throw new IllegalArgumentException("unknown query type '" + type + "'; accepted: KeyQuery, RangeQuery,"
                     + " TimestampedKeyQuery, TimestampedRangeQuery, VersionedKeyQuery, MultiVersionedKeyQuery,"
-                    + " WindowKeyQuery, WindowRangeQuery");
+                    + " WindowKeyQuery, WindowRangeQuery, TimestampedKeyWithHeadersQuery,"
+                    + " TimestampedRangeWithHeadersQuery, TimestampedWindowKeyWithHeadersQuery,"
+                    + " TimestampedWindowRangeWithHeadersQuery");
         }
     }
 }
