@@ -76,6 +76,9 @@ def key_value_ops(variant: str) -> st.SearchStrategy[dict[str, Any]]:
         query("RangeQuery", lower=optional_keys, upper=optional_keys, ascending=ascending),
         query("TimestampedRangeQuery", lower=optional_keys, upper=optional_keys,
               ascending=ascending),  # fmt: skip
+        query("TimestampedKeyWithHeadersQuery", key=keys),
+        query("TimestampedRangeWithHeadersQuery", lower=optional_keys, upper=optional_keys,
+              ascending=ascending),  # fmt: skip
         _op("put", keys, nullable),
         _op("put", keys, values),
         _op("putIfAbsent", keys, nullable),
@@ -146,6 +149,9 @@ def window_ops(variant: str, params: dict[str, Any]) -> st.SearchStrategy[dict[s
         query("WindowKeyQuery", key=keys, fromTime=t, toTime=t),
         query("WindowRangeQuery", key=keys),
         query("WindowRangeQuery", fromTime=t, toTime=t),
+        query("TimestampedWindowKeyWithHeadersQuery", key=keys, fromTime=t, toTime=t),
+        query("TimestampedWindowRangeWithHeadersQuery", fromTime=t, toTime=t),
+        query("TimestampedWindowRangeWithHeadersQuery", key=keys),
     )
 
 
@@ -188,6 +194,8 @@ def session_ops(variant: str, params: dict[str, Any]) -> st.SearchStrategy[dict[
         _op("backwardFetch", optional_keys, optional_keys),
         query("WindowRangeQuery", key=keys),
         query("WindowKeyQuery", key=keys, fromTime=t, toTime=t),
+        query("TimestampedWindowRangeWithHeadersQuery", key=keys),
+        query("TimestampedWindowRangeWithHeadersQuery", fromTime=t, toTime=t),
         # Not findSessions(earliestEnd, latestEnd): Kafka's RocksDBSessionStore refuses it
         # (UnsupportedOperationException: only the time-ordered emit-final store answers it),
         # ours answers it from the same layout (stores.session.store.find_sessions_by_end).

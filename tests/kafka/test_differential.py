@@ -11,7 +11,8 @@ layer (``stores.change_logging``). Compared, byte for byte:
 3. every op's answer (values, iterators drained, validity intervals of versioned records).
 
 Every store Kafka Streams 4.3.1 builds is checked, and every one Kafka Streams 3.9.1 has (no
-header stores there). 200 sequences per variant run in CI; ``STATE_STORE_KAFKA_EXAMPLES=10000``
+header stores there); the header-aware stores also against 4.4.0, whose IQv2 answers they
+follow. 200 sequences per variant run in CI; ``STATE_STORE_KAFKA_EXAMPLES=10000``
 runs more.
 """
 
@@ -131,6 +132,18 @@ def test_same_as_kafka(kafka_harness: Any, variant: str, params: dict[str, Any])
     # (KAFKA-20703), checked against Kafka 4.4 in test_queries_kafka.py.
     without = frozenset({"query"}) if variant in HEADER_VARIANTS else frozenset()
     check_same(kafka_harness, variant, params, without)
+
+
+#: The header-aware stores, whose IQv2 answers follow Kafka 4.4 (the first release to serve
+#: them, KAFKA-20703), with the KIP-1356 header queries.
+CASES_44 = [(variant, params_of(variant)) for variant in HEADER_VARIANTS] + [
+    ("timestamped_window_headers", {**WINDOW_PARAMS, "retainDuplicates": True})
+]
+
+
+@pytest.mark.parametrize(("variant", "params"), CASES_44, ids=_ids(CASES_44))
+def test_same_as_kafka_44(kafka_harness_44: Any, variant: str, params: dict[str, Any]) -> None:
+    check_same(kafka_harness_44, variant, params)
 
 
 @pytest.mark.parametrize(("variant", "params"), CASES_3, ids=_ids(CASES_3))
