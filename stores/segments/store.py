@@ -118,6 +118,7 @@ class SegmentedBytesStore:
         data_cf: column family of the current value layout.
         meta_cf: column family of the observed stream time.
         legacy_cfs: ``(column family, converter)`` pairs of older layouts, read lazily.
+        expire_on_every_put: drop expired segments on a put dropped as expired too.
 
     Raises:
         InvalidOptionError: a negative retention or a segment interval below 1.
@@ -146,15 +147,12 @@ class SegmentedBytesStore:
         self.data_cf = data_cf
         self.meta_cf = meta_cf
         self.legacy_cfs = tuple(legacy_cfs)
-        #: Kafka 4.3.1's session stores with headers clean up expired segments on every put
-        #: (``SessionSegmentsWithHeaders.getOrCreateSegmentIfLive``), the others only on a put
-        #: they write (``AbstractSegments.getOrCreateSegmentIfLive``).
+        #: Expire on every put, a dropped one too (Kafka 4.3.1's SessionSegmentsWithHeaders),
+        #: not only on a put written (``AbstractSegments.getOrCreateSegmentIfLive``).
         self.expire_on_every_put = expire_on_every_put
-        # Only families holding data at open time are consulted: the common case (no legacy
-        # data) then costs nothing. Kafka decides between single- and dual-family access the
-        # same way, when the store is opened.
         #: The first live segment at the last expiry by this instance (None: not yet).
         self._expired_below: int | None = None
+        # Only families holding data at open are consulted (as Kafka decides, at open).
         self._active_legacy = tuple(
             (cf, convert)
             for cf, convert in self.legacy_cfs

@@ -18,6 +18,7 @@ from typing import Any, cast
 from stores.change_logging import ChangeLoggingStore
 from stores.errors import StateStoreError
 from stores.key_value.store import KeyValueStore
+from stores.protocols import VersionedRecord
 from stores.query import (
     KeyQuery,
     MultiVersionedKeyQuery,
@@ -35,7 +36,6 @@ from stores.query import (
 )
 from stores.query import query as run_query
 from stores.query.queries import Query
-from stores.protocols import VersionedRecord
 from stores.records import (
     KeyValue,
     ReadOnlyRecord,
@@ -57,35 +57,13 @@ from stores.window.store import (
     WindowStore,
     WindowStoreWithHeaders,
 )
+from tests.kafka.harness import VARIANTS
 
 #: Column families of ours that Kafka has no counterpart of (bookkeeping, not data).
 OURS_ONLY = frozenset({"segmentsMetadata", "versionedStoreMetadata", "offsets"})
 
-SEGMENTED = frozenset(
-    {
-        "window",
-        "timestamped_window",
-        "window_headers",
-        "timestamped_window_headers",
-        "window_duplicates",
-        "session",
-        "session_headers",
-    }
-)
-
-VARIANTS = (
-    "key_value",
-    "timestamped",
-    "timestamped_headers",
-    "versioned",
-    "window",
-    "timestamped_window",
-    "window_headers",
-    "timestamped_window_headers",
-    "window_duplicates",
-    "session",
-    "session_headers",
-)
+#: The variants whose stores are segmented (Kafka: a RocksDB per segment).
+SEGMENTED = frozenset(v for v in VARIANTS if v.startswith(("window", "timestamped_window", "session")))
 
 
 def open_store(variant: str, params: dict[str, Any], path: Path) -> Any:
