@@ -82,7 +82,9 @@ class WindowChangeLogging:
         self.headers = isinstance(
             store, (WindowStoreWithHeaders, TimestampedWindowStoreWithHeaders)
         )
-        self.seqnum = 0
+        # Kafka's layer counts from 0 as its store does on every open; ours continues from the
+        # store's number, which is kept with the data, so that changelog and store keys agree.
+        self.seqnum = store.seqnum if store.retain_duplicates else 0
 
     def put(self, key: bytes, value: Any, window_start: int) -> None:
         self.store.put(key, value, window_start)

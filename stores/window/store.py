@@ -246,8 +246,14 @@ class _WindowStoreBase(SegmentedStoreBase, Generic[V]):
         self._check_open()
         self._lookups.put_columns(keys, values, window_starts, timestamps, headers)
 
+    @property
+    def seqnum(self) -> int:
+        """The sequence number of the last put kept as a duplicate (0: none yet). Kept with the
+        data, so numbering continues across opens (Kafka restarts at 0 and can overwrite)."""
+        return decode_seqnum(self._db.get(SEQNUM_KEY, SEGMENTS_META_CF))
+
     def _next_seqnum(self) -> int:
-        seqnum = (decode_seqnum(self._db.get(SEQNUM_KEY, SEGMENTS_META_CF)) + 1) & MAX_SEQNUM
+        seqnum = (self.seqnum + 1) & MAX_SEQNUM
         self._db.put(SEQNUM_KEY, encode_seqnum(seqnum), SEGMENTS_META_CF)
         return seqnum
 
@@ -373,7 +379,7 @@ class _WindowStoreBase(SegmentedStoreBase, Generic[V]):
         # Kafka's RocksDBWindowStore.fetch(key, time) reads the row of the store's current
         # sequence number: with duplicates, only the window the last put wrote answers (and
         # only with that put's value); any other window reads as None.
-        seqnum = decode_seqnum(self._db.get(SEQNUM_KEY, SEGMENTS_META_CF)) if self._dups else 0
+        seqnum = self.seqnum if self._dups else 0
         raw = self._segments.get(encode_window_key(key, time, seqnum), time)
         return None if raw is None else self._decode(raw)
 
