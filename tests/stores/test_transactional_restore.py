@@ -192,6 +192,24 @@ def test_the_issue_sequence_under_at_least_once_refuses_c_until_restored(tmp_pat
         assert (_view(other.db, "keyvalue"), other.committed_offset()) == mine
 
 
+def test_a_recover_of_the_same_log_fences_the_writer(tmp_path: Path) -> None:
+    """A log has one writer: another store's recover() of it aborts the writer's open
+    transaction (Kafka's initTransactions fences the producer with the same transactional id);
+    the fenced writer's next append is refused, and the log stays whole."""
+    log = tmp_path / "changelog"
+    with _open(tmp_path / "db", "keyvalue", FileChangelog(log, sync=True), EXACTLY_ONCE_V2) as tx:
+        tx.store.put(b"a", b"1")
+        tx.commit()
+        tx.store.put(b"b", b"2")  # logged, its transaction open
+        with _open(tmp_path / "other", "keyvalue", FileChangelog(log), EXACTLY_ONCE_V2) as other:
+            other.recover()
+            assert other.store.get(b"b") is None
+        with pytest.raises(CommitConflictError, match=r"\[CHANGELOG_FENCED\].*another writer"):
+            tx.commit()
+    shapes = [(r.offset, r.control) for r in _records(log)]
+    assert shapes == [(1, None), (2, COMMIT), (3, None), (4, ABORT)]
+
+
 # -- the rules one by one ----------------------------------------------------------------------
 
 
