@@ -105,7 +105,8 @@ if TYPE_CHECKING:
         TimestampedKeyValueStore,
         TimestampedKeyValueStoreWithHeaders,
     )
-    from stores.transactional import FileChangelog, MemoryChangelog, TransactionalStore
+    from stores.transaction_log import FileChangelog, MemoryChangelog
+    from stores.transactional import TransactionalStore
     from stores.versioned.put import NOT_PUT
     from stores.versioned.store import VersionedKeyValueStore
     from stores.window.store import (
@@ -121,7 +122,7 @@ _MODULE_OF = {
     "CommitConflictError": "stores.errors",
     "CorruptDataError": "stores.errors",
     "FailureReason": "stores.query",
-    "FileChangelog": "stores.transactional",
+    "FileChangelog": "stores.transaction_log",
     "InvalidOptionError": "stores.errors",
     "KeyQuery": "stores.query",
     "KeyValue": "stores.records",
@@ -129,7 +130,7 @@ _MODULE_OF = {
     "KeyValueStore": "stores.key_value.store",
     "KeyValueStoreProtocol": "stores.protocols",
     "KeyValueToTimestampedKeyValueByteStoreAdapter": "stores.adapters",
-    "MemoryChangelog": "stores.transactional",
+    "MemoryChangelog": "stores.transaction_log",
     "MultiVersionedKeyQuery": "stores.query",
     "NOT_PUT": "stores.versioned.put",
     "PlainToHeadersStoreAdapter": "stores.adapters",

@@ -106,7 +106,8 @@ def rules_for(store: Any) -> KindChangelog:
             return found
     names = ", ".join(sorted(c.__name__ for c in CHANGE_LOGGING))
     raise InvalidOptionError(
-        f"[UNSUPPORTED_STORE] no change logging for a {type(store).__name__}; accepted: {names}"
+        f"no change logging for a {type(store).__name__}; accepted: {names}",
+        code="UNSUPPORTED_STORE",
     )
 
 
@@ -119,6 +120,9 @@ def snake_case(kafka_method: str) -> str:
 
 
 Sink = Callable[[ChangelogRecord], None]
+#: Our stores' bulk writes, which no Kafka store has: refused through the logging layer, whose
+#: changelog would silently miss them.
+UNLOGGED_WRITES = frozenset({"put_columns", "put_many"})
 T = TypeVar("T", bound="ChangeLoggingStore")
 
 
@@ -217,6 +221,13 @@ class ChangeLoggingStore:
             raise AttributeError(name)
         if name in self._writes:
             return getattr(self._rules, name)
+        if name in UNLOGGED_WRITES:
+            raise InvalidOptionError(
+                f"{name} writes without Kafka's changelog records (Kafka has no bulk write); "
+                f"use the logged writes ({', '.join(sorted(self._writes))}), or the store "
+                "itself (.wrapped) where nothing needs logging",
+                code="UNLOGGED_WRITE",
+            )
         return getattr(self._store, name)
 
     def call(
@@ -241,7 +252,8 @@ class ChangeLoggingStore:
         target = getattr(self, name, None) if not name.startswith("_") else None
         if target is None or not callable(target):
             raise InvalidOptionError(
-                f"[UNKNOWN_OPERATION] {method!r} is no operation of a {type(self._store).__name__}"
+                f"{method!r} is no operation of a {type(self._store).__name__}",
+                code="UNKNOWN_OPERATION",
             )
         return target(*args)
 

@@ -300,6 +300,14 @@ def test_session_restore_takes_the_segment_from_the_session_end(tmp_path: Path) 
         assert store.fetch_session(b"k", 0, 450) == ValueAndHeaders(b"a", H1)
 
 
+def test_bulk_writes_are_refused_through_the_logging_layer(tmp_path: Path) -> None:
+    """Our bulk writes have no Kafka counterpart and would bypass the changelog."""
+    with ChangeLoggingStore.open(KeyValueStore, tmp_path / "s") as s:
+        with pytest.raises(InvalidOptionError, match=r"\[UNLOGGED_WRITE\] put_columns .*put_all"):
+            s.put_columns([b"a"], [b"1"])
+        assert s.get(b"a") is None and s.records == []
+
+
 def test_call_names_json_and_errors(tmp_path: Path) -> None:
     assert snake_case("backwardFindSessions") == "backward_find_sessions"
     record = R(b"k", None, 3, (("a", None), ("b", b"\x01")))
