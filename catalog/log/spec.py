@@ -20,6 +20,9 @@ FORMAT_VERSION = 3
 CRC32_FORMAT_VERSION = 2
 #: The partitioner of a spec that names none (``catalog.partitioner.DEFAULT_PARTITIONER``).
 DEFAULT_PARTITIONER = "crc32"
+#: Every partitioner a spec may name (``catalog.partitioner.PARTITIONERS``, which the log
+#: cannot import; a test checks the two agree).
+KNOWN_PARTITIONERS = ("crc32", "kafka")
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,11 @@ class StoreSpec:
         ):
             raise CorruptDataError(
                 f"store spec at {where} has malformed kind, parameters or partitioner"
+            )
+        if spec.partitioner not in KNOWN_PARTITIONERS:
+            raise CorruptDataError(
+                f"store spec at {where} has partitioner {spec.partitioner!r}; this release "
+                f"knows {', '.join(KNOWN_PARTITIONERS)} (a newer release may know more: upgrade)"
             )
         try:
             spec.check_partitions()

@@ -137,6 +137,7 @@ def test_partitioner_names() -> None:
     assert PARTITIONERS == ("crc32", "kafka") and DEFAULT_PARTITIONER == "crc32"
     # The spec (in the log, which imports nothing of the partitioner) agrees on the default.
     assert spec_module.DEFAULT_PARTITIONER == DEFAULT_PARTITIONER
+    assert spec_module.KNOWN_PARTITIONERS == PARTITIONERS
     assert check_partitioner(" Kafka ") == "kafka"
     with pytest.raises(InvalidOptionError, match=r"\[INVALID_OPTION\] option 'partitioner' is "
                        r"'murmur2'.*Accepted: 'crc32' .* or 'kafka'"):  # fmt: skip
@@ -181,6 +182,9 @@ def test_a_spec_without_partitioner_reads_as_crc32() -> None:
     assert StoreSpec.from_dict(raw, "record 1", "s").partitioner == "crc32"
     raw["partitioner"] = 7
     with pytest.raises(CorruptDataError, match="malformed kind, parameters or partitioner"):
+        StoreSpec.from_dict(raw, "record 1", "s")
+    raw.update(partitioner="murmur", format_version=3)
+    with pytest.raises(CorruptDataError, match=r"partitioner 'murmur'; .*crc32, kafka.*upgrade"):
         StoreSpec.from_dict(raw, "record 1", "s")
 
 
