@@ -6,8 +6,8 @@ opened from a path (then owned) or given open (then its owner's), the
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import ClassVar, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from stores.bytes.protocol import BytesStore
 from stores.bytes.rocksdb import RocksDBBytesStore
@@ -110,6 +110,33 @@ class SegmentedStoreBase:
         """
         self._check_open()
         return self._segments.observed_stream_time
+
+    # -- restore -------------------------------------------------------------------------------
+
+    def restore_batch(
+        self, rows: Sequence[tuple[bytes, int, Any]], encode: Callable[[Any], bytes | None]
+    ) -> int:
+        """Kafka's restore of one changelog batch (``AbstractRocksDBSegmentedBytesStore.
+        getWriteBatches``): stream time jumps to the batch's latest segment time first, then
+        each row ``(key, segment time, record)`` whose segment is live at it is written with
+        ``encode(record)`` (None deletes), in order.
+
+        Returns:
+            How many rows were dropped as expired.
+        """
+        if not rows:
+            return 0
+        segments = self._segments
+        batch_time = max(segments.observed_stream_time, max(time for _, time, _ in rows))
+        min_live = segments.min_live_segment_id(batch_time)
+        dropped = 0
+        with self._db.operation():
+            for key, time, record in rows:
+                if segments.segment_id(time) < min_live:
+                    dropped += 1
+                    continue
+                segments.put(key, encode(record), time)
+        return dropped
 
     # -- lifecycle -----------------------------------------------------------------------------
 

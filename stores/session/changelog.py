@@ -77,33 +77,23 @@ class SessionChangeLogging:
 
 
 def restore_batch(store: AnySessionStore, records: Sequence[ChangelogRecord]) -> int:
-    """Apply one restore batch (keys not None); returns the number dropped as expired.
+    """Apply one restore batch (keys not None; segment from the session end); returns the
+    number dropped as expired.
 
     Raises:
         CorruptDataError: a key is shorter than the 16-byte session suffix.
     """
-    segments = store.segments
-    decoded = [(r, decode_session_key(r.key)[2]) for r in records if r.key is not None]
-    if not decoded:
-        return 0
-    batch_time = max(segments.observed_stream_time, max(end for _, end in decoded))
-    min_live = segments.min_live_segment_id(batch_time)
     headers = isinstance(store, SessionStoreWithHeaders)
-    dropped = 0
-    with store.wrapped.operation():
-        for record, end in decoded:
-            if segments.segment_id(end) < min_live:
-                dropped += 1
-                continue
-            assert record.key is not None
-            if record.value is None:
-                raw = None
-            elif headers:
-                raw = WITH_HEADERS.encode(ValueAndHeaders(record.value, record.headers))
-            else:
-                raw = PLAIN.encode(record.value)
-            segments.put(record.key, raw, end)
-    return dropped
+
+    def encode(record: ChangelogRecord) -> bytes | None:
+        if record.value is None:
+            return None
+        if headers:
+            return WITH_HEADERS.encode(ValueAndHeaders(record.value, record.headers))
+        return PLAIN.encode(record.value)
+
+    rows = [(r.key, decode_session_key(r.key)[2], r) for r in records if r.key is not None]
+    return store.restore_batch(rows, encode)
 
 
 __all__ = ["SessionChangeLogging", "restore_batch"]

@@ -123,27 +123,19 @@ def _restored(store: AnyWindowStore, record: ChangelogRecord) -> tuple[Any, Wind
 
 
 def restore_batch(store: AnyWindowStore, records: Sequence[ChangelogRecord]) -> int:
-    """Apply one restore batch (keys not None); returns the number dropped as expired.
+    """Apply one restore batch (keys not None; segment from the window start); returns the
+    number dropped as expired.
 
     Raises:
         CorruptDataError: a key is shorter than the 12-byte window suffix.
     """
-    segments = store.segments
-    decoded = [(r, decode_window_key(r.key)[1]) for r in records if r.key is not None]
-    if not decoded:
-        return 0
-    batch_time = max(segments.observed_stream_time, max(start for _, start in decoded))
-    min_live = segments.min_live_segment_id(batch_time)
-    dropped = 0
-    with store.wrapped.operation():
-        for record, start in decoded:
-            if segments.segment_id(start) < min_live:
-                dropped += 1
-                continue
-            value, fmt = _restored(store, record)
-            assert record.key is not None
-            segments.put(record.key, None if value is None else fmt.encode(value), start)
-    return dropped
+
+    def encode(record: ChangelogRecord) -> bytes | None:
+        value, fmt = _restored(store, record)
+        return None if value is None else fmt.encode(value)
+
+    rows = [(r.key, decode_window_key(r.key)[1], r) for r in records if r.key is not None]
+    return store.restore_batch(rows, encode)
 
 
 __all__ = ["WindowChangeLogging", "restore_batch"]
