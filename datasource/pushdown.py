@@ -7,9 +7,10 @@
 | comparisons, ``EqualTo``, ``In``, ``IsNull``, ``IsNotNull`` | time columns   | rows                     |
 
 Equality on the key prunes the read to the partitions that can hold the keys (the store's
-partitioner, crc32 or Kafka's murmur2, over the serialized key: ``catalog.partitioner``); every taken filter is then
-applied to each batch with Arrow compute, exactly as SQL would (a comparison with null selects
-nothing), so Spark does not evaluate it again and ``EXPLAIN`` lists it under ``PushedFilters``.
+partitioner, crc32 or Kafka's murmur2, over the serialized key: ``catalog.partitioner``); every
+taken filter is then applied to each batch with Arrow compute, exactly as SQL would (a
+comparison with null selects nothing), so Spark does not evaluate it again and ``EXPLAIN``
+lists it under ``PushedFilters``.
 Filters on values, on nested fields and ``Not``/string filters stay with Spark.
 
 Spark calls ``pushFilters`` only with ``spark.sql.python.filterPushdown.enabled=true``, and with
