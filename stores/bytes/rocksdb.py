@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, cast
 
 from rocksdict import (
     AccessType,
+    BlockBasedOptions,
     DBCompressionType,
     IngestExternalFileOptions,
     Options,
@@ -128,14 +129,31 @@ def _write_seal(path: str) -> None:
     os.replace(tmp, os.path.join(path, SEAL))
 
 
-def _options() -> Options:
+def _options(table_format_version: int | None = None) -> Options:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
     options.set_compression_type(DBCompressionType.lz4())
     # Materializing a changelog writes in large batches; a bigger memtable means fewer flushes.
     options.set_write_buffer_size(64 * 1024 * 1024)
+    if table_format_version is not None:
+        table = BlockBasedOptions()
+        table.set_format_version(table_format_version)
+        options.set_block_based_table_factory(table)
     return options
+
+
+def column_families_at(path: str | os.PathLike[str]) -> list[str]:
+    """The column families of the database at ``path``, read from its MANIFEST without
+    opening it (RocksDB's ``ListColumnFamilies``: nothing is written).
+
+    Raises:
+        StoreNotFoundError: no database at ``path``.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(os.path.join(path, "CURRENT")):
+        raise StoreNotFoundError(f"no RocksDB database at {path}")
+    return list(Rdict.list_cf(path, Options(raw_mode=True)))
 
 
 class RocksDBBytesStore:
@@ -149,6 +167,10 @@ class RocksDBBytesStore:
         autocommit: whether callers above commit after every operation (see module doc).
         sealed: check the database's seal on opening, and seal it on closing a read-write
             handle (see module doc).
+        table_format_version: the block-based table ``format_version`` of the table files
+            RocksDB writes (flushes, compactions) in every column family; None: this RocksDB's
+            default (6). A database another RocksDB must read sets what that one reads (5 for
+            RocksDB < 8.6, Kafka Streams <= 3.9).
 
     Raises:
         StoreNotFoundError: ``read_only`` and no database at ``path``.
@@ -163,13 +185,14 @@ class RocksDBBytesStore:
         read_only: bool = False,
         autocommit: bool = True,
         sealed: bool = False,
+        table_format_version: int | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.read_only = read_only
         self.autocommit = autocommit
         self.sealed = sealed
         names = list(dict.fromkeys([DEFAULT_CF, *column_families]))
-        options = _options()
+        options = _options(table_format_version)
         _check_files(self.path, sealed)
         if sealed and not read_only:
             with contextlib.suppress(FileNotFoundError):
@@ -178,14 +201,14 @@ class RocksDBBytesStore:
             if not os.path.exists(os.path.join(self.path, "CURRENT")):
                 raise StoreNotFoundError(f"no RocksDB database at {self.path}")
             existing = set(Rdict.list_cf(self.path, options))
-            cfs = {name: _options() for name in names if name in existing}
+            cfs = {name: _options(table_format_version) for name in names if name in existing}
             self._db = Rdict(
                 self.path, options, column_families=cfs, access_type=AccessType.read_only()
             )
             self._missing_cfs = {name for name in names if name not in existing}
         else:
             os.makedirs(self.path, exist_ok=True)
-            cfs = {name: _options() for name in names}
+            cfs = {name: _options(table_format_version) for name in names}
             self._db = Rdict(self.path, options, column_families=cfs)
             self._missing_cfs = set()
         self._cfs = {
@@ -564,5 +587,6 @@ __all__ = [
     "SEAL",
     "RocksDBBytesStore",
     "RocksDBDamageError",
+    "column_families_at",
     "is_rocksdb_failure",
 ]

@@ -1,0 +1,1 @@
+"""Kafka Streams interop: changelog records and state directories in and out of a store."""

@@ -1,0 +1,187 @@
+"""Kafka Streams state directories written from a store and read back (``catalog.kafka.state_dir``):
+every kind and variant round trips to the store's own reads, with Kafka's layout on disk
+(``StateDirectory``, ``RocksDBStore.DB_FILE_DIR``, ``AbstractSegments.segmentName``,
+``OffsetCheckpoint``, KIP-1035's ``offsets`` column family)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from catalog import Catalog
+from catalog.catalog import StoreTable
+from catalog.kafka.state_dir import TaskState, read_state_dir, write_state_dir
+from catalog.kafka.task_dirs import kafka_families, read_checkpoint
+from catalog.kinds import Scan, kind_of
+from catalog.scans import decoder
+from stores.bytes.foreign import open_foreign
+from stores.bytes.rocksdb import column_families_at
+from stores.formats.headers import encode_headers
+
+APP = "app"
+#: Each variant: kind and parameters (segments of 1 s, nothing expires: a Kafka store read
+#: after a restart shows every row it holds, as its stream time restarts at -1).
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "keyvalue": ("keyvalue", {}),
+    "timestamped": ("timestamped", {}),
+    "timestamped-headers": ("timestamped", {"headers": True}),
+    "versioned": ("versioned", {"history_retention_ms": 10**9, "segment_interval_ms": 1000}),
+    "window": ("window", {"window_size_ms": 100, "retention_ms": 10**9, "segment_interval_ms": 1000}),
+    "window-timestamped": ("window", {"window_size_ms": 100, "retention_ms": 10**9,
+                                      "segment_interval_ms": 1000, "timestamped": True}),
+    "window-headers": ("window", {"window_size_ms": 100, "retention_ms": 10**9,
+                                  "segment_interval_ms": 1000, "headers": True}),
+    "window-timestamped-headers": ("window", {"window_size_ms": 100, "retention_ms": 10**9,
+                                              "segment_interval_ms": 1000, "timestamped": True,
+                                              "headers": True}),
+    "window-duplicates": ("window", {"window_size_ms": 100, "retention_ms": 10**9,
+                                     "segment_interval_ms": 1000, "timestamped": True,
+                                     "retain_duplicates": True}),
+    "session": ("session", {"retention_ms": 10**9, "segment_interval_ms": 1000}),
+    "session-headers": ("session", {"retention_ms": 10**9, "segment_interval_ms": 1000,
+                                    "headers": True}),
+}  # fmt: skip
+
+
+def build(catalog: Catalog, variant: str, seed: int = 1, commits: int = 4) -> StoreTable:
+    """A store of ``variant`` partitioned by Kafka's partitioner, written by a few commits of
+    puts and deletes over 40 keys and times spread over 5 segments."""
+    kind, params = VARIANTS[variant]
+    table = catalog.create_store(
+        "s", kind, "string", "long", num_partitions=2, partitioner="kafka", **params
+    )
+    rng = random.Random(seed)
+    for _ in range(commits):
+        n = 60
+        keys = [f"k{rng.randrange(40)}" for _ in range(n)]
+        values = [None if rng.random() < 0.15 else rng.randrange(10**6) for _ in range(n)]
+        times = [rng.randrange(5000) for _ in range(n)]
+        columns: dict[str, pa.Array] = {}
+        if kind in ("window", "session"):
+            values = [0 if v is None else v for v in values]
+        if kind in ("timestamped", "versioned"):
+            columns["timestamp"] = pa.array(times, pa.int64())
+        if kind == "window":
+            columns["window_start"] = pa.array([t - t % 100 for t in times], pa.int64())
+            if params.get("timestamped"):
+                columns["timestamp"] = pa.array(times, pa.int64())
+        if kind == "session":
+            columns["session_start"] = pa.array(times, pa.int64())
+            columns["session_end"] = pa.array([t + rng.randrange(300) for t in times], pa.int64())
+        if params.get("headers"):
+            columns["headers"] = pa.array(
+                [encode_headers([("h", str(t).encode())] * (t % 3)) for t in times], pa.binary()
+            )
+        table.commit(table.stage(pa.array(keys), pa.array(values, pa.int64()), columns))
+    return table
+
+
+def own_reads(table: StoreTable, partition: int) -> list[dict[str, Any]]:
+    """The store's own typed read of a partition (a versioned store's whole history)."""
+    scan = Scan(all_versions=True) if table.kind.supports_as_of else Scan()
+    batches = list(table.read_partition(partition, table.log.latest_id(), scan))
+    return pa.Table.from_batches(batches, schema=table.arrow_schema()).to_pylist()
+
+
+def typed(table: StoreTable, state: TaskState) -> list[dict[str, Any]]:
+    schema = table.arrow_schema()
+    to_typed = decoder(table.spec, schema)
+    return pa.Table.from_batches(
+        [to_typed(b) for b in state.raw.to_batches()], schema=schema
+    ).to_pylist()
+
+
+def files_of(root: str) -> dict[str, tuple[int, bytes, int]]:
+    """Every file under ``root``: size, bytes and mtime (ns)."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(root, "**"), recursive=True)):
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, root)] = (os.path.getsize(path), f.read(),
+                                                     os.stat(path).st_mtime_ns)  # fmt: skip
+    return found
+
+
+@pytest.fixture
+def app_dir(tmp_path: Path) -> str:
+    return str(tmp_path / "state" / APP)
+
+
+@pytest.mark.parametrize(
+    ("variant", "version"),
+    [(v, k) for v in VARIANTS for k in ("3.9.1", "4.3.1") if "headers" not in v or k >= "4.3"],
+)
+def test_write_then_read_equals_the_stores_own_reads(
+    catalog: Catalog, app_dir: str, variant: str, version: str
+) -> None:
+    table = build(catalog, variant)
+    written = write_state_dir(
+        table, app_dir, store_name="s", kafka_version=version, subtopology=1,
+        offsets={0: 17, 1: 41},
+    )  # fmt: skip
+    assert written == [os.path.join(app_dir, "1_0"), os.path.join(app_dir, "1_1")]
+    before = files_of(app_dir)
+    states = read_state_dir(app_dir, "s", table.spec)
+    assert files_of(app_dir) == before  # nothing written, not even RocksDB's LOG
+    assert [s.partition for s in states] == [0, 1]
+    for state in states:
+        assert typed(table, state) == own_reads(table, state.partition)
+        assert state.offsets == {(f"{APP}-s-changelog", state.partition): [17, 41][state.partition]}
+    assert sum(s.raw.num_rows for s in states) > 0
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_the_layout_is_kafkas(catalog: Catalog, app_dir: str, variant: str) -> None:
+    """Task dir ``<subtopology>_<partition>``, ``rocksdb/<store>`` or ``<store>/<store>.<start>``,
+    exactly the families Kafka's store declares, no rocksdict file; 4.3: ``offsets`` family in
+    every database and no ``.checkpoint``."""
+    kind, params = VARIANTS[variant]
+    table = build(catalog, variant)
+    write_state_dir(table, app_dir, store_name="s", kafka_version="4.3.0", subtopology=0,
+                    offsets={0: 5, 1: 6})  # fmt: skip
+    families = kafka_families(kind, params)
+    for partition in (0, 1):
+        task = os.path.join(app_dir, f"0_{partition}")
+        assert sorted(os.listdir(task)) == (["s"] if kind in ("window", "session") else ["rocksdb"])
+        if kind in ("window", "session"):
+            dbs = sorted(glob.glob(os.path.join(task, "s", "*")))
+            names = [os.path.basename(d) for d in dbs]
+            assert names and all(n.startswith("s.") and int(n[2:]) % 1000 == 0 for n in names)
+        else:
+            dbs = [os.path.join(task, "rocksdb", "s")]
+        for db in dbs:
+            assert not os.path.exists(os.path.join(db, "rocksdict-config.json"))
+            assert sorted(column_families_at(db)) == sorted({"default", families.data, "offsets"})
+            with open_foreign(db) as (store, _):
+                rows = dict(store.items("offsets"))
+            topic = f"{APP}-s-changelog-{partition}".encode()
+            assert rows == {topic: (5 + partition).to_bytes(8, "big"), b"status": bytes(8)}
+
+
+def test_kafka_3_gets_a_checkpoint_and_format_version_5(catalog: Catalog, app_dir: str) -> None:
+    table = build(catalog, "timestamped")
+    write_state_dir(table, app_dir, store_name="s", kafka_version="3.9.1", subtopology=0,
+                    offsets={0: 123, 1: 0})  # fmt: skip
+    for partition, offset in ((0, 123), (1, 0)):
+        task = os.path.join(app_dir, f"0_{partition}")
+        with open(os.path.join(task, ".checkpoint")) as f:
+            assert f.read() == f"0\n1\n{APP}-s-changelog {partition} {offset}\n"
+        db = os.path.join(task, "rocksdb", "s")
+        assert sorted(column_families_at(db)) == ["default", "keyValueWithTimestamp"]
+        options = sorted(glob.glob(os.path.join(db, "OPTIONS-*")))[-1]
+        with open(options) as f:
+            versions = {line.strip() for line in f if "format_version" in line}
+        assert versions == {"format_version=5"}
+    table4 = build(Catalog(catalog.root + "-4", cache_dir=catalog.cache_dir), "timestamped")
+    other = os.path.join(os.path.dirname(app_dir), "other")
+    write_state_dir(table4, other, store_name="s", kafka_version="4.0.0", subtopology=0,
+                    offsets={0: 1})  # fmt: skip
+    options = sorted(glob.glob(os.path.join(other, "0_0", "rocksdb", "s", "OPTIONS-*")))[-1]
+    with open(options) as f:
+        assert {line.strip() for line in f if "format_version" in line} == {"format_version=6"}
