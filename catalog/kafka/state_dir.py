@@ -33,11 +33,13 @@ half-written one (only a ``.statestore-*`` directory that Kafka ignores).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,12 +75,15 @@ from stores.columns.decode import ByteColumn, segment_ids
 from stores.columns.encode import concat_rows
 from stores.errors import CorruptDataError, InvalidOptionError, StoreNotFoundError
 
+log = logging.getLogger(__name__)
 #: Where the segment time (8-byte BE) sits in a segmented store's key, counted from its end:
 #: ``WindowKeySchema``: ``key ‖ start ‖ seqnum (4)``; ``SessionKeySchema``: ``key ‖ end ‖ start``.
 SEGMENT_TIME_FROM_END = {"window": 12, "session": 16}
 _PREFIX = 8
 _SLICE_ROWS = 1 << 16
 _BYTES = pa.large_binary()
+#: Segment databases written at once (see ``_write_task``).
+_WRITERS = 4
 
 
 @dataclass(frozen=True)
@@ -172,8 +177,7 @@ def _task_rows(
             )
         if not os.path.isdir(single):
             return None
-        rows, offsets, _ = _database_rows(single, families.accepted, declared)
-        return rows, offsets
+        return _database_rows(single, families.accepted, declared)
     if os.path.isdir(single) and not os.path.isdir(segmented):
         raise InvalidOptionError(
             f"{single} is one database, a key-value, timestamped or versioned store's layout, "
@@ -186,7 +190,7 @@ def _task_rows(
     parts: dict[str, list[tuple[pa.Array, pa.Array]]] = {}
     offsets: dict[tuple[str, int], int] = {}
     for seg, path in segment_dirs(segmented, store, interval):
-        rows, seg_offsets, _ = _database_rows(path, families.accepted, declared)
+        rows, seg_offsets = _database_rows(path, families.accepted, declared)
         for tp, offset in seg_offsets.items():
             offsets[tp] = max(offset, offsets.get(tp, offset))
         for family, (keys, values) in rows.items():
@@ -205,24 +209,28 @@ def _task_rows(
 
 def _database_rows(
     path: str, accepted: frozenset[str], declared: str
-) -> tuple[Runs, dict[tuple[str, int], int], int | None]:
-    """``(rows by family, offsets, status)`` of one Kafka database, opened read-only through a
-    shadow: its families checked against those of the declared store, empty ones left out,
-    the ``offsets`` family decoded."""
+) -> tuple[Runs, dict[tuple[str, int], int]]:
+    """``(rows by family, offsets)`` of one Kafka database, opened read-only through a shadow:
+    its families checked against those of the declared store, empty ones left out, the
+    ``offsets`` family decoded (a store whose status says open was not closed cleanly: its
+    offsets are those of its last commit, which Kafka under at-least-once trusts too)."""
     with open_foreign(path) as (db, found):
         check_families(found, accepted, path, declared)
         rows: Runs = {}
         offsets: dict[tuple[str, int], int] = {}
-        status = None
         for family in found:
-            if family == OFFSETS_CF:
-                keys, values = _whole_family(db, family)
-                offsets, status = offsets_from_rows(keys.to_pylist(), values.to_pylist(), path)
-                continue
             keys, values = _whole_family(db, family)
-            if len(keys):
+            if family == OFFSETS_CF:
+                offsets, status = offsets_from_rows(keys.to_pylist(), values.to_pylist(), path)
+                if status not in (None, 0):
+                    log.warning(
+                        "the Kafka Streams store at %s was not closed cleanly (KIP-1035 status "
+                        "%s): under exactly-once Kafka would wipe it and restore its changelog",
+                        path, status,
+                    )  # fmt: skip
+            elif len(keys):
                 rows[family] = (keys, values)
-    return rows, offsets, status
+    return rows, offsets
 
 
 def _whole_family(db: BytesStore, family: str) -> tuple[pa.Array, pa.Array]:
@@ -459,10 +467,17 @@ def _write_task(
     try:
         store_dir = os.path.join(tmp, relative)
         os.makedirs(store_dir)
-        for name, rows in databases.items():
+
+        def write(name: str, rows: Runs) -> None:
             families = [DEFAULT_CF, *rows] + ([OFFSETS_CF] if in_cf and offsets else [])
             path = os.path.join(store_dir, name) if name else store_dir
             _write_database(path, families, rows, fmt, offsets if in_cf else None)
+
+        # A new database costs a few fsyncs (its MANIFEST, CURRENT, OPTIONS, the ingested
+        # file): segments' databases are written side by side, their waits overlapping.
+        with ThreadPoolExecutor(max(1, min(_WRITERS, len(databases)))) as pool:
+            for done in [pool.submit(write, name, rows) for name, rows in databases.items()]:
+                done.result()
         # Offsets go into a .checkpoint before 4.3, and where there is no database to hold
         # them (a segmented store without segments), which 4.3 reads and migrates.
         checkpoint = offsets if offsets and (not in_cf or not databases) else None
