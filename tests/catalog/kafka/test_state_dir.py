@@ -17,8 +17,8 @@ import pytest
 from catalog import Catalog
 from catalog.catalog import StoreTable
 from catalog.kafka.state_dir import TaskState, read_state_dir, write_state_dir
-from catalog.kafka.task_dirs import kafka_families, read_checkpoint
-from catalog.kinds import Scan, kind_of
+from catalog.kafka.task_dirs import kafka_families
+from catalog.kinds import Scan
 from catalog.scans import decoder
 from stores.bytes.foreign import open_foreign
 from stores.bytes.rocksdb import column_families_at
@@ -174,7 +174,7 @@ def test_kafka_3_gets_a_checkpoint_and_format_version_5(catalog: Catalog, app_di
             assert f.read() == f"0\n1\n{APP}-s-changelog {partition} {offset}\n"
         db = os.path.join(task, "rocksdb", "s")
         assert sorted(column_families_at(db)) == ["default", "keyValueWithTimestamp"]
-        options = sorted(glob.glob(os.path.join(db, "OPTIONS-*")))[-1]
+        options = max(glob.glob(os.path.join(db, "OPTIONS-*")))
         with open(options) as f:
             versions = {line.strip() for line in f if "format_version" in line}
         assert versions == {"format_version=5"}
@@ -182,6 +182,6 @@ def test_kafka_3_gets_a_checkpoint_and_format_version_5(catalog: Catalog, app_di
     other = os.path.join(os.path.dirname(app_dir), "other")
     write_state_dir(table4, other, store_name="s", kafka_version="4.0.0", subtopology=0,
                     offsets={0: 1})  # fmt: skip
-    options = sorted(glob.glob(os.path.join(other, "0_0", "rocksdb", "s", "OPTIONS-*")))[-1]
+    options = max(glob.glob(os.path.join(other, "0_0", "rocksdb", "s", "OPTIONS-*")))
     with open(options) as f:
         assert {line.strip() for line in f if "format_version" in line} == {"format_version=6"}

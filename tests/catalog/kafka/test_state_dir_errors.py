@@ -22,6 +22,7 @@ from catalog import Catalog
 from catalog.kafka.state_dir import read_state_dir, write_state_dir
 from catalog.kafka.task_dirs import read_checkpoint, write_checkpoint
 from catalog.log.spec import StoreSpec
+from catalog.partitioner import partition_of
 from stores.bytes.rocksdb import RocksDBBytesStore
 from stores.errors import CorruptDataError, InvalidOptionError
 from tests.catalog.kafka.test_state_dir import APP, build, files_of, own_reads, typed
@@ -93,7 +94,7 @@ def test_an_unknown_column_family_is_refused(catalog: Catalog, app_dir: str) -> 
 
 def test_our_segment_metadata_family_is_unknown_to_kafka(catalog: Catalog, app_dir: str) -> None:
     spec = export(catalog, app_dir, "window")
-    segment = sorted(os.listdir(os.path.join(app_dir, "0_0", "s")))[0]
+    segment = min(os.listdir(os.path.join(app_dir, "0_0", "s")))
     RocksDBBytesStore(os.path.join(app_dir, "0_0", "s", segment),
                       ("default", "segmentsMetadata")).close()  # fmt: skip
     with pytest.raises(InvalidOptionError, match=r"\[UNKNOWN_COLUMN_FAMILY\].*'segmentsMetadata'"):
@@ -159,9 +160,12 @@ def test_a_timestamped_store_in_upgrade_mode_reads_as_kafka_serves_it(
     """Plain values left in ``default`` beside ``keyValueWithTimestamp`` (KIP-258's upgrade
     mode): read with timestamp unknown (-1, null), the timestamped family winning a key."""
     spec = respec(StoreSpec("s", "timestamped", "string", "long", 2), "timestamped")
+
+    def long(value: int) -> bytes:
+        return value.to_bytes(8, "big")
+
     db = os.path.join(app_dir, "0_0", "rocksdb", "s")
     with RocksDBBytesStore(db, ("default", "keyValueWithTimestamp")) as store:
-        long = lambda v: v.to_bytes(8, "big")  # noqa: E731
         store.put(b"a", long(1))
         store.put(b"b", long(2))
         store.put(b"b", long(50) + long(20), "keyValueWithTimestamp")
@@ -241,3 +245,56 @@ def test_two_task_dirs_of_one_partition_are_ambiguous(catalog: Catalog, app_dir:
     shutil.copytree(os.path.join(app_dir, "0_1"), os.path.join(app_dir, "3_1"))
     with pytest.raises(CorruptDataError, match=r"\[AMBIGUOUS_TASKS\].*0_1.*3_1"):
         read_state_dir(app_dir, "s", spec)
+
+
+def test_a_crash_while_writing_leaves_no_half_task_dir(
+    catalog: Catalog, app_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from catalog.kafka import state_dir
+
+    table = build(catalog, "window")
+    real, calls = state_dir._write_database, []
+
+    def failing(*args: object, **kwargs: object) -> None:
+        calls.append(args)
+        if len(calls) == 3:
+            raise OSError("disk full")
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(state_dir, "_write_database", failing)
+    with pytest.raises(OSError, match="disk full"):
+        write_state_dir(table, app_dir, store_name="s", kafka_version="4.3.0", subtopology=0,
+                        offsets={0: 1, 1: 2})  # fmt: skip
+    assert os.listdir(app_dir) == []  # neither 0_0 nor a temporary directory
+
+
+def test_partitions_without_rows_get_their_offsets_only(catalog: Catalog, app_dir: str) -> None:
+    """Partition 1 holds nothing: with an offset, a task dir holding it (4.3: in the store's
+    ``offsets`` family; a segmented store without segments: a ``.checkpoint``, which 4.3
+    migrates); without one, no task dir."""
+    key = next(k for k in map(str, range(100)) if partition_of(k.encode(), 3, "kafka") == 0)
+    for name, kind, params in (("kv", "keyvalue", {}),
+                               ("w", "window", {"window_size_ms": 10, "retention_ms": 10**9})):  # fmt: skip
+        table = catalog.create_store(name, kind, "string", "long", num_partitions=3,
+                                     partitioner="kafka", **params)  # fmt: skip
+        columns = {"window_start": pa.array([0], pa.int64())} if kind == "window" else None
+        table.commit(table.stage(pa.array([key]), pa.array([1], pa.int64()), columns))
+        write_state_dir(table, app_dir, store_name=name, kafka_version="4.3.0", subtopology=0,
+                        offsets={0: 3, 1: 4})  # fmt: skip
+    assert sorted(os.listdir(app_dir)) == ["0_0", "0_1"]
+    assert read_checkpoint(os.path.join(app_dir, "0_1", ".checkpoint")) == {
+        (f"{APP}-w-changelog", 1): 4
+    }
+    assert os.listdir(os.path.join(app_dir, "0_1", "w")) == []
+    for name in ("kv", "w"):
+        states = read_state_dir(app_dir, name, catalog.load(name).spec)
+        assert [(s.partition, s.raw.num_rows, s.offsets) for s in states] == [
+            (0, 1, {(f"{APP}-{name}-changelog", 0): 3}),
+            (1, 0, {(f"{APP}-{name}-changelog", 1): 4}),
+        ]
+
+
+def test_named_topology_dirs_are_not_read(catalog: Catalog, app_dir: str) -> None:
+    spec = export(catalog, app_dir, "keyvalue")
+    shutil.copytree(os.path.join(app_dir, "0_1"), os.path.join(app_dir, "__other__", "0_1"))
+    assert [s.partition for s in read_state_dir(app_dir, "s", spec)] == [0, 1]
