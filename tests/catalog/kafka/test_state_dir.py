@@ -185,3 +185,26 @@ def test_kafka_3_gets_a_checkpoint_and_format_version_5(catalog: Catalog, app_di
     options = max(glob.glob(os.path.join(other, "0_0", "rocksdb", "s", "OPTIONS-*")))
     with open(options) as f:
         assert {line.strip() for line in f if "format_version" in line} == {"format_version=6"}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_the_stores_own_answers_give_the_same_directories(
+    catalog: Catalog, app_dir: str, variant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the engine cannot compute rows or scans from columns (``STORE_MUST_ANSWER``), the
+    rows come from the partition's cache and the scan from the kind's store over a temporary
+    RocksDB: the same directories, the same reads."""
+    from catalog.kinds import STORE_MUST_ANSWER, StoreKind
+
+    table = build(catalog, variant)
+    write_state_dir(table, app_dir, store_name="s", kafka_version="4.3.1", subtopology=0,
+                    offsets={0: 1, 1: 2})  # fmt: skip
+    expected = [typed(table, s) for s in read_state_dir(app_dir, "s", table.spec)]
+    monkeypatch.setattr(StoreKind, "store_rows", lambda *args: STORE_MUST_ANSWER)
+    monkeypatch.setattr(StoreKind, "scan_columns", lambda *args: STORE_MUST_ANSWER)
+    other = os.path.join(os.path.dirname(app_dir), "other", APP)
+    write_state_dir(table, other, store_name="s", kafka_version="4.3.1", subtopology=0,
+                    offsets={0: 1, 1: 2})  # fmt: skip
+    states = read_state_dir(other, "s", table.spec)
+    assert [typed(table, s) for s in states] == expected
+    assert expected == [own_reads(table, 0), own_reads(table, 1)]
