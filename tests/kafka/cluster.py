@@ -8,9 +8,10 @@ with two free ports, a small heap, its log dirs under a pytest temp dir. Maven r
 --standalone``) and starts ``kafka.Kafka``, then polls the metadata with the Python client until the
 broker answers. Settings for tests: replication factor 1 everywhere (offsets and transaction state
 topics, min ISR 1), ``group.initial.rebalance.delay.ms=0``, no automatic topic creation, and no
-retention check for a day (``log.initial.task.delay.ms``, ``log.retention.check.interval.ms``: records with small epoch-ms times stay
-in a window changelog, whose ``compact,delete`` policy would delete them; nothing is compacted either,
-as the active segment never rolls in a test). The client side is confluent-kafka (the ``test``
+retention check and no log cleaner pass for a day (``log.initial.task.delay.ms``,
+``log.retention.check.interval.ms``, ``log.cleaner.backoff.ms``): records with small epoch-ms times
+stay in a window changelog, whose ``compact,delete`` policy would delete them, and nothing is
+compacted, so a changelog holds every write. The client side is confluent-kafka (the ``test``
 extra).
 
 **Application** (:class:`KafkaStreamsApp`, session fixture ``kafka_app_factory``): the Java
@@ -212,11 +213,13 @@ class Broker:
             "min.insync.replicas": "1",
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
-            # No time-based deletion during a session: tests write records with small epoch-ms times,
-            # which a window/session changelog's retention (compact,delete; retention + 1 day) would
-            # otherwise delete at the broker's next retention check, seconds later.
+            # No deletion and no compaction during a session: tests write records with small epoch-ms
+            # times, which a window/session changelog's retention (compact,delete; retention + 1 day)
+            # would delete at the broker's next retention check (the first 30 s after start) or the
+            # log cleaner's next pass (every 15 s: it also deletes for compact,delete topics).
             "log.initial.task.delay.ms": str(24 * 3600 * 1000),
             "log.retention.check.interval.ms": str(24 * 3600 * 1000),
+            "log.cleaner.backoff.ms": str(24 * 3600 * 1000),
         }
         config = self.directory / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))

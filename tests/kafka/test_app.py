@@ -39,6 +39,7 @@ class Scenario:
     records: list[tuple[str, str | None, int, list[tuple[str, bytes]]]]
     queries: list[tuple[dict[str, Any], Any]] = field(default_factory=list)
     kafka_version: str = "4.3.1"
+    processing_guarantee: str = "at_least_once"
     #: Answers (by query index) Kafka gives otherwise after reopening its own state without restoring.
     reopened: dict[int, Any] = field(default_factory=dict)
 
@@ -120,11 +121,47 @@ SCENARIOS = [
         ({"type": "TimestampedKeyWithHeadersQuery", "key": _h("k0")},
          {"key": _h("k0"), "v": _h("a2"), "t": 140, "h": [["h", _h("y")]]}),
     ], kafka_version="4.4.0"),
+    Scenario("window_duplicates", {"windowSizeMs": 100, "retentionMs": 100_000}, [
+        ("k0", "a", 105, []), ("k0", "a", 110, []), ("k1", "c", 130, []),
+    ], [
+        ({"type": "WindowKeyQuery", "key": _h("k0"), "fromTime": 0, "toTime": 1000},
+         [[100, _h("a")], [100, _h("a")]]),
+    ]),
+    # Kafka 4.3.1's header-aware stores answer no IQv2 query (UNKNOWN_QUERY_TYPE; KAFKA-20703 in 4.4):
+    # processing, the changelog's headers and the restores only.
+    Scenario("timestamped_headers", {}, [
+        ("k0", "a", 100, [("h", b"x")]), ("k1", "b", 110, []), ("k0", "a2", 140, [("h", b"y"), ("ws", b"1")]),
+    ]),
+    Scenario("timestamped_headers", {}, [
+        ("k0", "a", 100, [("h", b"x")]), ("k1", "b", 110, []), ("k0", "a2", 140, [("h", b"y"), ("ws", b"1")]),
+    ], [
+        ({"type": "TimestampedKeyWithHeadersQuery", "key": _h("k0")},
+         {"key": _h("k0"), "v": _h("a2"), "t": 140, "h": [["h", _h("y")]]}),
+        ({"type": "TimestampedKeyQuery", "key": _h("k1")}, {"v": _h("b"), "t": 110}),
+    ], kafka_version="4.4.0"),
+    Scenario("timestamped_window_headers", {"windowSizeMs": 100, "retentionMs": 100_000}, [
+        ("k0", "a", 150, [("x", b"1")]), ("k0", "b", 300, [("ws", b"200")]), ("k1", "c", 200, []),
+    ], [
+        ({"type": "TimestampedWindowKeyWithHeadersQuery", "key": _h("k0"), "fromTime": 0, "toTime": 1000},
+         [{"key": {"k": _h("k0"), "s": 100, "e": 200}, "v": _h("a"), "t": 150, "h": [["x", _h("1")]]},
+          {"key": {"k": _h("k0"), "s": 200, "e": 300}, "v": _h("b"), "t": 300, "h": []}]),
+    ], kafka_version="4.4.0"),
+    Scenario("session_headers", {"retentionMs": 100_000}, [
+        ("k0", "a", 150, [("ss", b"100"), ("se", b"150"), ("x", b"1")]), ("k1", "c", 200, []),
+    ], [
+        ({"type": "WindowRangeQuery", "key": _h("k0")}, [[{"k": _h("k0"), "s": 100, "e": 150}, _h("a")]]),
+    ], kafka_version="4.4.0"),
     Scenario("keyvalue", {}, KV_RECORDS, [
         ({"type": "KeyQuery", "key": _h("k0")}, _h("a2")),
         ({"type": "RangeQuery"}, [[_h("k0"), _h("a2")], [_h("k2"), _h("c")], [_h("k3"), _h("d")]]),
     ], kafka_version="3.9.1"),
+    Scenario("keyvalue", {}, KV_RECORDS, [
+        ({"type": "KeyQuery", "key": _h("k0")}, _h("a2")),
+        ({"type": "RangeQuery"}, [[_h("k0"), _h("a2")], [_h("k2"), _h("c")], [_h("k3"), _h("d")]]),
+    ], processing_guarantee="exactly_once_v2"),
 ]
+HEADER_KINDS = ("timestamped_headers", "timestamped_window_headers", "session_headers")
+CONTROL_HEADERS = ("ws", "ss", "se")
 
 
 def _normal(query: dict[str, Any], result: Any) -> Any:
@@ -138,13 +175,14 @@ def _answers(app: KafkaStreamsApp, scenario: Scenario) -> list[Any]:
     return [_normal(query, app.query_result(query)) for query, _ in scenario.queries]
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[f"{s.kind}-{s.kafka_version}" for s in SCENARIOS])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[f"{s.kind}-{s.kafka_version}-{s.processing_guarantee}" for s in SCENARIOS])
 def test_app_processes_answers_and_restores(
     scenario: Scenario, kafka_broker: Broker, kafka_app_factory: Callable[..., KafkaStreamsApp], tmp_path: Path,
 ) -> None:
     t0 = time.monotonic()
     with kafka_app_factory(tmp_path / "state", kind=scenario.kind, params=scenario.params, partitions=PARTITIONS,
-                           kafka_version=scenario.kafka_version) as app:
+                           kafka_version=scenario.kafka_version,
+                           processing_guarantee=scenario.processing_guarantee) as app:
         jvm = time.monotonic() - t0
         first = app.start()
         assert first["state"] == "RUNNING" and first["kafka"] == scenario.kafka_version
@@ -159,6 +197,10 @@ def test_app_processes_answers_and_restores(
         changelog = kafka_broker.consume(app.changelog_topic)
         assert changelog.schema == CONSUMED_SCHEMA
         assert changelog.num_rows == len(scenario.records)
+        # Header-aware stores log the headers they keep (the record's, less the control headers).
+        assert changelog.column("headers").to_pylist() == [
+            [{"key": k, "value": v} for k, v in h if k not in CONTROL_HEADERS] if scenario.kind in HEADER_KINDS else []
+            for _, _, _, h in sorted(scenario.records, key=lambda r: int(r[0][1:]) % PARTITIONS)]
         subtopology = app.subtopology()
         assert sorted(p.name for p in app.app_dir.iterdir() if p.is_dir()) == [
             f"{subtopology}_{p}" for p in range(PARTITIONS)]
@@ -178,7 +220,7 @@ def test_app_processes_answers_and_restores(
         assert sum(app.restored_by_partition().values()) == len(scenario.records)
         assert _answers(app, scenario) == answers
         assert app.stop()
-    print(f"\n[{scenario.kind} {scenario.kafka_version}] broker start {kafka_broker.start_seconds:.2f}s, "
+    print(f"\n[{scenario.kind} {scenario.kafka_version} {scenario.processing_guarantee}] broker start {kafka_broker.start_seconds:.2f}s, "
           f"app JVM {jvm:.2f}s, app start {first['start_ms'] / 1000:.2f}s, restart {restart:.2f}s, "
           f"restart after wipe {wiped:.2f}s, test {time.monotonic() - t0:.2f}s")
 

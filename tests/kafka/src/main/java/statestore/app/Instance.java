@@ -66,6 +66,8 @@ final class Instance {
     private final Object stateLock = new Object();
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
     private final Map<Integer, AtomicLong> restored = new ConcurrentHashMap<>();
+    private final Map<Integer, long[]> restoreRanges = new ConcurrentHashMap<>();
+    private final Map<Integer, Long> restoreEnds = new ConcurrentHashMap<>();
     private final AtomicLong processed = new AtomicLong();
     private final AtomicLong skipped = new AtomicLong();
     private boolean closed;
@@ -228,6 +230,10 @@ final class Instance {
             total += e.getValue().get();
         }
         out.put("total", total);
+        final ObjectNode ranges = out.putObject("ranges");
+        new TreeMap<>(restoreRanges).forEach((p, r) -> ranges.putArray(String.valueOf(p)).add(r[0]).add(r[1]));
+        final ObjectNode ends = out.putObject("ended");
+        new TreeMap<>(restoreEnds).forEach((p, n) -> ends.put(String.valueOf(p), n));
         out.put("processed", processed.get());
         out.put("skipped_null_keys", skipped.get());
         return out;
@@ -314,6 +320,7 @@ final class Instance {
         @Override
         public void onRestoreStart(final TopicPartition tp, final String storeName, final long start, final long end) {
             restored.computeIfAbsent(tp.partition(), p -> new AtomicLong());
+            restoreRanges.put(tp.partition(), new long[] {start, end});
         }
 
         @Override
@@ -323,6 +330,8 @@ final class Instance {
         }
 
         @Override
-        public void onRestoreEnd(final TopicPartition tp, final String storeName, final long total) { }
+        public void onRestoreEnd(final TopicPartition tp, final String storeName, final long total) {
+            restoreEnds.put(tp.partition(), total);
+        }
     }
 }
