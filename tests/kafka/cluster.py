@@ -49,44 +49,49 @@ Queries (:meth:`KafkaStreamsApp.query`) are the harness' IQv2 JSON specs (``{"ty
 ``KafkaStreams#query(StateQueryRequest.inStore(store).withQuery(q))`` over all partitions (or those
 given). Each partition answers as the harness' ``"m": "query"`` op: ``{"ok", "failure", "result"}``
 with the harness' encodings (bytes hex, ``{"v", "t"}``, ``{"v", "t", "to"}``, ``[k, v]``, ...).
+
+Kafka's own behaviour, seen through these (``tests/kafka/test_app.py``): a clean stop leaves the
+offsets (4.3: the ``offsets`` column family, no ``.checkpoint``), so a restart restores nothing; a
+``RocksDBVersionedStore`` reopened that way answers as-of queries for its older versions with null
+(``LogicalKeyValueSegments.openExisting`` registers no segment) until a write recreates the segment;
+4.3.1's header-aware stores answer every IQv2 query with ``UNKNOWN_QUERY_TYPE`` (4.4 answers them);
+``window_duplicates`` numbers its changelog keys' sequence with one counter per store instance
+(1, 2, 3, ... across keys), not per key.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import itertools
-import json
-import logging
 import os
-import shutil
-import socket
 import subprocess
-import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pyarrow as pa
 
 from stores.columns.headers import HEADERS_TYPE
-from tests.kafka.harness import KAFKA_VERSION, HarnessBuildError, build, cache_root
-
-HERE = Path(__file__).resolve().parent
-BROKER_POM = HERE / "broker" / "pom.xml"
-#: The Apache Kafka release of the test broker.
-BROKER_VERSION = "4.3.1"
-APP_MAIN_CLASS = "statestore.app.App"
-
-#: What a machine needs for the broker and the applications, said by every failure to start them.
-INSTALL_HINT = (
-    "the Kafka interop tests need a Java 17 JDK (java, javac), Maven 3.8+ (mvn) and Maven Central "
-    f"reachable for org.apache.kafka:kafka_2.13 {BROKER_VERSION} and kafka-streams (Debian/Ubuntu: "
-    "apt-get install openjdk-17-jdk-headless maven), and the Python client confluent-kafka>=2.6 "
-    "(pip install -e '.[test]')"
+from tests.kafka.harness import KAFKA_VERSION
+from tests.kafka.jvms import (
+    BROKER_VERSION,
+    INSTALL_HINT,
+    AppRequestError,
+    JsonLinesProcess,
+    KafkaUnavailableError,
+    app_command,
+    broker_classpath,
+    client,
+    free_port,
+    log,
+    tail,
 )
+
+__all__ = [
+    "BROKER_VERSION", "CONSUMED_SCHEMA", "INSTALL_HINT", "AppRequestError", "Broker",
+    "KafkaStreamsApp", "KafkaUnavailableError", "broker_classpath",
+]
+
 #: The schema of :meth:`Broker.consume`: Spark's Kafka source, with int64 epoch-ms timestamps.
 CONSUMED_SCHEMA = pa.schema([
     pa.field("key", pa.binary()),
@@ -98,81 +103,6 @@ CONSUMED_SCHEMA = pa.schema([
     pa.field("timestampType", pa.int32()),
     pa.field("headers", HEADERS_TYPE),
 ])
-
-_log = logging.getLogger(__name__)
-
-
-class KafkaUnavailableError(RuntimeError):
-    """The broker or an application could not be built or started; the message says what to install."""
-
-
-class AppRequestError(RuntimeError):
-    """The application JVM refused a request (bad config, failed query, timeout); it stays usable."""
-
-
-def _client() -> Any:
-    try:
-        import confluent_kafka
-        import confluent_kafka.admin
-    except ImportError as exc:
-        raise KafkaUnavailableError(f"confluent_kafka is not importable ({exc}): {INSTALL_HINT}") from exc
-    return confluent_kafka
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def broker_classpath(root: Path | None = None, *, kafka_version: str = BROKER_VERSION) -> str:
-    """The broker's runtime classpath, resolved by Maven once per version and pom hash.
-
-    Cached as ``<cache_root()>/broker-<sha256>/classpath.txt`` (the harness' cache directory); a
-    classpath whose jars Maven's local repository lost is resolved anew.
-
-    Raises:
-        KafkaUnavailableError: ``java`` or ``mvn`` is missing, or Maven failed (with its output).
-    """
-    digest = hashlib.sha256(f"kafka_2.13 {kafka_version}\0".encode() + BROKER_POM.read_bytes())
-    root = cache_root() if root is None else root
-    target = root / f"broker-{digest.hexdigest()}"
-    done = target / "classpath.txt"
-    if done.is_file() and not all(Path(p).is_file() for p in done.read_text().strip().split(os.pathsep)):
-        shutil.rmtree(target, ignore_errors=True)
-    if not done.is_file():
-        mvn = shutil.which("mvn")
-        if shutil.which("java") is None or mvn is None:
-            raise KafkaUnavailableError(f"`java` or `mvn` is not on PATH: {INSTALL_HINT}")
-        root.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix="broker-", dir=root))
-        try:
-            out = scratch / "out"
-            command = [mvn, "-q", "-B", "-f", str(BROKER_POM), f"-Dbroker.out={out}",
-                       f"-Dkafka.version={kafka_version}", "dependency:build-classpath"]
-            proc = subprocess.run(command, capture_output=True, text=True, check=False)
-            if proc.returncode != 0 or not (out / "classpath.txt").is_file():
-                tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-40:])
-                raise KafkaUnavailableError(
-                    f"resolving the Kafka {kafka_version} broker failed ({' '.join(command)} exited "
-                    f"{proc.returncode}); {INSTALL_HINT}.\nMaven output (tail):\n{tail}"
-                )
-            try:
-                os.rename(out, target)
-            except OSError:
-                if not done.is_file():
-                    raise
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return done.read_text().strip()
-
 
 class Broker:
     """One KRaft broker+controller JVM on 127.0.0.1 (see the module docstring).
@@ -187,7 +117,7 @@ class Broker:
                  heap: str = "384m", timeout: float = 90.0) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.port, self.controller_port = _free_port(), _free_port()
+        self.port, self.controller_port = free_port(), free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self._log_path = self.directory / "broker.log"
         self._admin: Any = None
@@ -255,33 +185,33 @@ class Broker:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def log_tail(self, lines: int = 40) -> str:
+    def logtail(self, lines: int = 40) -> str:
         """The last lines of the broker's log."""
-        return _tail(self._log_path, lines)
+        return tail(self._log_path, lines)
 
     def _config(self, **extra: Any) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap, "logger": _log, **extra}
+        return {"bootstrap.servers": self.bootstrap, "logger": log, **extra}
 
     def _wait_ready(self, timeout: float) -> None:
-        admin = _client().admin.AdminClient(self._config())
+        admin = client().admin.AdminClient(self._config())
         deadline = time.monotonic() + timeout
         while True:
             assert self._proc is not None
             if self._proc.poll() is not None:
                 raise KafkaUnavailableError(
                     f"the Kafka broker exited with {self._proc.returncode}; {INSTALL_HINT}.\n"
-                    f"broker log (tail):\n{self.log_tail()}"
+                    f"broker log (tail):\n{self.logtail()}"
                 )
             try:
                 if 1 in admin.list_topics(timeout=1.0).brokers:
                     self._admin = admin
                     return
-            except _client().KafkaException:
+            except client().KafkaException:
                 pass  # not listening yet: list_topics itself waited up to 1 s
             if time.monotonic() > deadline:
                 raise KafkaUnavailableError(
                     f"the Kafka broker answered no metadata within {timeout} s.\n"
-                    f"broker log (tail):\n{self.log_tail()}"
+                    f"broker log (tail):\n{self.logtail()}"
                 )
 
     def stop(self, timeout: float = 60.0) -> None:
@@ -308,7 +238,7 @@ class Broker:
                      timeout: float = 30.0) -> None:
         """Create ``name`` with ``partitions`` partitions and topic ``config``; waits until every
         partition has a leader in the metadata."""
-        ck = _client()
+        ck = client()
         topic = ck.admin.NewTopic(name, num_partitions=partitions, replication_factor=1,
                                   config={k: str(v) for k, v in (config or {}).items()})
         self.admin.create_topics([topic], operation_timeout=timeout)[name].result(timeout)
@@ -330,7 +260,7 @@ class Broker:
 
     def end_offsets(self, topic: str, *, committed_only: bool = True) -> dict[int, int]:
         """Per partition, the offset the next record gets (read_committed: the last stable offset)."""
-        ck = _client()
+        ck = client()
         admin = ck.admin
         level = ck.IsolationLevel.READ_COMMITTED if committed_only else ck.IsolationLevel.READ_UNCOMMITTED
         request = {ck.TopicPartition(topic, p): admin.OffsetSpec.latest() for p in range(self.partitions(topic))}
@@ -347,7 +277,7 @@ class Broker:
         ms; null or absent: now) and ``headers`` (list<struct<key string, value binary>>); other
         columns (``topic``, ``offset``, ...) are ignored. Idempotent producer, acks=all.
         """
-        ck = _client()
+        ck = client()
         producer = ck.Producer(self._config(**{
             "enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
         }))
@@ -384,7 +314,7 @@ class Broker:
         """Every committed record of ``topic`` up to its current end offsets (read_committed), as
         :data:`CONSUMED_SCHEMA` (Spark's Kafka source shape, timestamps int64 epoch ms), ordered by
         partition and offset."""
-        ck = _client()
+        ck = client()
         ends = self.end_offsets(topic)
         consumer = ck.Consumer(self._config(**{
             "group.id": f"state-store-tests-{uuid.uuid4().hex}", "enable.auto.commit": False,
@@ -426,78 +356,6 @@ class Broker:
         return pa.Table.from_pylist(rows, schema=CONSUMED_SCHEMA)
 
 
-class _JsonLinesProcess:
-    """A JVM that answers one JSON line per JSON request line (the harness' protocol, ids checked)."""
-
-    def __init__(self, command: list[str]) -> None:
-        self._lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
-        self._proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._stderr, text=True, encoding="utf-8", bufsize=1)
-
-    def stderr_tail(self, lines: int = 40) -> str:
-        self._stderr.flush()
-        self._stderr.seek(0)
-        return "\n".join(self._stderr.read().decode("utf-8", "replace").strip().splitlines()[-lines:])
-
-    def call(self, request: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:
-            rid = next(self._ids)
-            stdin, stdout = self._proc.stdin, self._proc.stdout
-            assert stdin is not None and stdout is not None
-            try:
-                stdin.write(json.dumps({**request, "id": rid}) + "\n")
-                stdin.flush()
-                line = stdout.readline()
-            except (OSError, ValueError) as exc:
-                line = ""
-                _log.debug("application JVM pipe: %s", exc)
-            if not line:
-                code = self._proc.poll()
-                raise KafkaUnavailableError(
-                    f"the Kafka Streams application JVM stopped answering (exit {code}); {INSTALL_HINT}.\n"
-                    f"JVM stderr (tail):\n{self.stderr_tail()}"
-                )
-            response: dict[str, Any] = json.loads(line)
-        if response.get("id") != rid:
-            raise KafkaUnavailableError(f"the application answered request {response.get('id')} to {rid}")
-        if not response.pop("ok", False):
-            raise AppRequestError(f"{response.get('error')}: {response.get('msg')}\n{response.get('trace', '')}")
-        return response
-
-    def close(self, timeout: float = 90.0) -> None:
-        if self._stderr.closed:
-            return
-        if self._proc.poll() is None:
-            try:
-                assert self._proc.stdin is not None
-                self._proc.stdin.write('{"cmd": "quit"}\n')
-                self._proc.stdin.close()
-                self._proc.wait(timeout=timeout)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                self._proc.kill()
-                self._proc.wait()
-        for stream in (self._proc.stdin, self._proc.stdout):
-            if stream is not None and not stream.closed:
-                stream.close()
-        self._stderr.close()
-
-
-def app_command(kafka_version: str = KAFKA_VERSION, java: str = "java", heap: str = "256m") -> list[str]:
-    """The command line of the application JVM of ``kafka_version`` (the harness' build, cached).
-
-    Raises:
-        KafkaUnavailableError: the build failed (Java, Maven missing: the message says what to install).
-    """
-    try:
-        b = build(kafka_version=kafka_version)
-    except HarnessBuildError as exc:
-        raise KafkaUnavailableError(str(exc)) from exc
-    return [java, f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            "-cp", f"{b.classes}{os.pathsep}{b.classpath}", APP_MAIN_CLASS]
-
-
 class KafkaStreamsApp:
     """One Kafka Streams application instance (its own JVM) over ``broker``; see the module docstring.
 
@@ -532,7 +390,7 @@ class KafkaStreamsApp:
         self.started: dict[str, Any] = {}
         if self.input_topic not in broker.admin.list_topics(timeout=30).topics:
             broker.create_topic(self.input_topic, partitions)
-        self._jvm = _JsonLinesProcess(command or app_command(kafka_version))
+        self._jvm = JsonLinesProcess(command or app_command(kafka_version))
         try:
             self.versions = self._jvm.call({"cmd": "ping"})
         except BaseException:

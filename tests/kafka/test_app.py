@@ -20,7 +20,13 @@ import pyarrow as pa
 import pytest
 
 from stores.columns.headers import HEADERS_TYPE
-from tests.kafka.cluster import CONSUMED_SCHEMA, Broker, KafkaStreamsApp
+from tests.kafka.cluster import (
+    CONSUMED_SCHEMA,
+    Broker,
+    KafkaStreamsApp,
+    KafkaUnavailableError,
+    broker_classpath,
+)
 
 PARTITIONS = 2
 
@@ -115,12 +121,6 @@ SCENARIOS = [
         ({"type": "WindowRangeQuery", "key": _h("k0")}, [[{"k": _h("k0"), "s": 100, "e": 150}, _h("a")]]),
         ({"type": "WindowRangeQuery", "key": _h("k1")}, [[{"k": _h("k1"), "s": 100, "e": 200}, _h("c")]]),
     ]),
-    Scenario("timestamped_headers", {}, [
-        ("k0", "a", 100, [("h", b"x")]), ("k1", "b", 110, []), ("k0", "a2", 140, [("h", b"y"), ("ws", b"1")]),
-    ], [
-        ({"type": "TimestampedKeyWithHeadersQuery", "key": _h("k0")},
-         {"key": _h("k0"), "v": _h("a2"), "t": 140, "h": [["h", _h("y")]]}),
-    ], kafka_version="4.4.0"),
     Scenario("window_duplicates", {"windowSizeMs": 100, "retentionMs": 100_000}, [
         ("k0", "a", 105, []), ("k0", "a", 110, []), ("k1", "c", 130, []),
     ], [
@@ -244,3 +244,9 @@ def test_consume_keeps_partitions_times_and_headers(kafka_broker: Broker) -> Non
         {"key": None, "value": b"3", "partition": 2, "offset": 1, "timestamp": 7, "headers": []},
     ]
     assert kafka_broker.end_offsets("consume-shape") == {0: 1, 1: 0, 2: 2}
+
+
+def test_missing_maven_fails_saying_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java, no mvn
+    with pytest.raises(KafkaUnavailableError, match="apt-get install openjdk-17-jdk-headless maven"):
+        broker_classpath(tmp_path / "cache")

@@ -31,13 +31,15 @@ final class HeaderStores {
     }
 
     /** timestamped_window_headers: Stores' own supplier (its checks and default segment interval). */
-    static WindowBytesStoreSupplier windowSupplier(final String store, final Duration retention, final Duration size,
+    static WindowBytesStoreSupplier windowSupplier(final String store, final Duration retention,
+                                                   final Duration size,
                                                    final boolean duplicates) {
         return Stores.persistentTimestampedWindowStoreWithHeaders(store, retention, size, duplicates);
     }
 
     /** timestamped_window_headers with an explicit segment interval: the class Stores returns. */
-    static WindowBytesStoreSupplier windowSupplier(final String store, final long retentionMs, final long segmentInterval,
+    static WindowBytesStoreSupplier windowSupplier(final String store, final long retentionMs,
+                                                   final long segmentInterval,
                                                    final long sizeMs, final boolean duplicates) {
         return new RocksDbWindowHeadersBytesStoreSupplier(store, retentionMs, segmentInterval, sizeMs,
             duplicates);
@@ -48,7 +50,8 @@ final class HeaderStores {
     }
 
     /** session_headers: Stores' own supplier, or its class with only segmentIntervalMs() overridden. */
-    static SessionBytesStoreSupplier sessionSupplier(final String store, final Duration retention, final Long segmentInterval) {
+    static SessionBytesStoreSupplier sessionSupplier(final String store, final Duration retention,
+                                                     final Long segmentInterval) {
         if (segmentInterval == null) {
             return Stores.persistentSessionStoreWithHeaders(store, retention);
         }

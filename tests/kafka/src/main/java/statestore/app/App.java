@@ -81,6 +81,7 @@ public final class App {
     }
 
     private static ObjectNode ping() {
-        return Codec.F.objectNode().put("kafka", Instance.KAFKA_VERSION).put("java", System.getProperty("java.version"));
+        return Codec.F.objectNode().put("kafka", Instance.KAFKA_VERSION)
+            .put("java", System.getProperty("java.version"));
     }
 }

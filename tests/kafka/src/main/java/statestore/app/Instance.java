@@ -91,7 +91,8 @@ final class Instance {
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, required("bootstrap"));
         props.put(StreamsConfig.STATE_DIR_CONFIG, required("state_dir"));
-        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, config.path("processing_guarantee").asText("at_least_once"));
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+            config.path("processing_guarantee").asText("at_least_once"));
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, config.path("commit_interval_ms").asLong(100));
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
