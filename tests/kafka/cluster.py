@@ -185,7 +185,7 @@ class Broker:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def logtail(self, lines: int = 40) -> str:
+    def log_tail(self, lines: int = 40) -> str:
         """The last lines of the broker's log."""
         return tail(self._log_path, lines)
 
@@ -200,7 +200,7 @@ class Broker:
             if self._proc.poll() is not None:
                 raise KafkaUnavailableError(
                     f"the Kafka broker exited with {self._proc.returncode}; {INSTALL_HINT}.\n"
-                    f"broker log (tail):\n{self.logtail()}"
+                    f"broker log (tail):\n{self.log_tail()}"
                 )
             try:
                 if 1 in admin.list_topics(timeout=1.0).brokers:
@@ -211,7 +211,7 @@ class Broker:
             if time.monotonic() > deadline:
                 raise KafkaUnavailableError(
                     f"the Kafka broker answered no metadata within {timeout} s.\n"
-                    f"broker log (tail):\n{self.logtail()}"
+                    f"broker log (tail):\n{self.log_tail()}"
                 )
 
     def stop(self, timeout: float = 60.0) -> None:
