@@ -21,16 +21,18 @@ final class HeaderStores {
         return new IllegalStateException("Kafka Streams " + Harness.KAFKA_VERSION + " has no header-aware stores");
     }
 
-    static StoreBuilder<? extends StateStore> keyValueBuilder() {
+    static StoreBuilder<? extends StateStore> keyValueBuilder(final String store) {
         throw absent();
     }
 
-    static WindowBytesStoreSupplier windowSupplier(final Duration retention, final Duration size,
+    static WindowBytesStoreSupplier windowSupplier(final String store, final Duration retention,
+                                                   final Duration size,
                                                    final boolean duplicates) {
         throw absent();
     }
 
-    static WindowBytesStoreSupplier windowSupplier(final long retentionMs, final long segmentInterval,
+    static WindowBytesStoreSupplier windowSupplier(final String store, final long retentionMs,
+                                                   final long segmentInterval,
                                                    final long sizeMs, final boolean duplicates) {
         throw absent();
     }
@@ -39,7 +41,8 @@ final class HeaderStores {
         throw absent();
     }
 
-    static SessionBytesStoreSupplier sessionSupplier(final Duration retention, final Long segmentInterval) {
+    static SessionBytesStoreSupplier sessionSupplier(final String store, final Duration retention,
+                                                     final Long segmentInterval) {
         throw absent();
     }
 

@@ -25,21 +25,23 @@ final class HeaderStores {
     private HeaderStores() { }
 
     /** timestamped_headers: Stores.timestampedKeyValueStoreWithHeadersBuilder. */
-    static StoreBuilder<? extends StateStore> keyValueBuilder() {
+    static StoreBuilder<? extends StateStore> keyValueBuilder(final String store) {
         return Stores.timestampedKeyValueStoreWithHeadersBuilder(
-            Stores.persistentTimestampedKeyValueStoreWithHeaders(Variant.STORE), Serdes.Bytes(), Serdes.ByteArray());
+            Stores.persistentTimestampedKeyValueStoreWithHeaders(store), Serdes.Bytes(), Serdes.ByteArray());
     }
 
     /** timestamped_window_headers: Stores' own supplier (its checks and default segment interval). */
-    static WindowBytesStoreSupplier windowSupplier(final Duration retention, final Duration size,
+    static WindowBytesStoreSupplier windowSupplier(final String store, final Duration retention,
+                                                   final Duration size,
                                                    final boolean duplicates) {
-        return Stores.persistentTimestampedWindowStoreWithHeaders(Variant.STORE, retention, size, duplicates);
+        return Stores.persistentTimestampedWindowStoreWithHeaders(store, retention, size, duplicates);
     }
 
     /** timestamped_window_headers with an explicit segment interval: the class Stores returns. */
-    static WindowBytesStoreSupplier windowSupplier(final long retentionMs, final long segmentInterval,
+    static WindowBytesStoreSupplier windowSupplier(final String store, final long retentionMs,
+                                                   final long segmentInterval,
                                                    final long sizeMs, final boolean duplicates) {
-        return new RocksDbWindowHeadersBytesStoreSupplier(Variant.STORE, retentionMs, segmentInterval, sizeMs,
+        return new RocksDbWindowHeadersBytesStoreSupplier(store, retentionMs, segmentInterval, sizeMs,
             duplicates);
     }
 
@@ -48,11 +50,12 @@ final class HeaderStores {
     }
 
     /** session_headers: Stores' own supplier, or its class with only segmentIntervalMs() overridden. */
-    static SessionBytesStoreSupplier sessionSupplier(final Duration retention, final Long segmentInterval) {
+    static SessionBytesStoreSupplier sessionSupplier(final String store, final Duration retention,
+                                                     final Long segmentInterval) {
         if (segmentInterval == null) {
-            return Stores.persistentSessionStoreWithHeaders(Variant.STORE, retention);
+            return Stores.persistentSessionStoreWithHeaders(store, retention);
         }
-        return new RocksDbSessionHeadersBytesStoreSupplier(Variant.STORE, retention.toMillis()) {
+        return new RocksDbSessionHeadersBytesStoreSupplier(store, retention.toMillis()) {
             @Override
             public long segmentIntervalMs() {
                 return segmentInterval;

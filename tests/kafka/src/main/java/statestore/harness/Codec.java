@@ -19,13 +19,13 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.VersionedRecord;
 
 /** JSON encodings of the protocol (see tests/kafka/harness.py): bytes as lowercase hex, null as null. */
-final class Codec {
-    static final JsonNodeFactory F = JsonNodeFactory.instance;
+public final class Codec {
+    public static final JsonNodeFactory F = JsonNodeFactory.instance;
     private static final char[] HEX = "0123456789abcdef".toCharArray();
 
     private Codec() { }
 
-    static String hex(final byte[] b) {
+    public static String hex(final byte[] b) {
         if (b == null) {
             return null;
         }
@@ -37,7 +37,7 @@ final class Codec {
         return new String(out);
     }
 
-    static byte[] unhex(final JsonNode n) {
+    public static byte[] unhex(final JsonNode n) {
         if (n == null || n.isNull()) {
             return null;
         }
@@ -52,19 +52,19 @@ final class Codec {
         return out;
     }
 
-    static Bytes key(final JsonNode n) {
+    public static Bytes key(final JsonNode n) {
         final byte[] b = unhex(n);
         return b == null ? null : Bytes.wrap(b);
     }
 
-    static long lng(final JsonNode n) {
+    public static long lng(final JsonNode n) {
         if (n == null || !n.isIntegralNumber()) {
             throw new IllegalArgumentException("expected an integer, got " + n);
         }
         return n.longValue();
     }
 
-    static Headers headers(final JsonNode n) {
+    public static Headers headers(final JsonNode n) {
         final RecordHeaders h = new RecordHeaders();
         if (n != null && !n.isNull()) {
             for (final JsonNode pair : n) {
@@ -74,7 +74,7 @@ final class Codec {
         return h;
     }
 
-    static ArrayNode encodeHeaders(final Headers headers) {
+    public static ArrayNode encodeHeaders(final Headers headers) {
         final ArrayNode out = F.arrayNode();
         if (headers != null) {
             for (final Header h : headers) {
@@ -85,7 +85,7 @@ final class Codec {
     }
 
     /** Any answer of a store, by its runtime type; iterators are drained and closed. */
-    static JsonNode encode(final Object o) {
+    public static JsonNode encode(final Object o) {
         if (o == null) {
             return NullNode.getInstance();
         } else if (o instanceof byte[]) {
@@ -172,7 +172,7 @@ final class Codec {
         throw new IllegalStateException("no JSON encoding for " + o.getClass().getName());
     }
 
-    static ObjectNode error(final Throwable t) {
+    public static ObjectNode error(final Throwable t) {
         final ObjectNode n = F.objectNode();
         n.put("error", t.getClass().getSimpleName());
         n.put("msg", t.getMessage());

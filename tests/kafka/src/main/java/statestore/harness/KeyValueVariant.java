@@ -18,9 +18,11 @@ import org.apache.kafka.streams.state.Stores;
 final class KeyValueVariant implements Variant {
     private final String name;
     private final ValueKind kind;
+    private final String store;
 
-    KeyValueVariant(final String name, final JsonNode params) {
+    KeyValueVariant(final String name, final JsonNode params, final String store) {
         this.name = name;
+        this.store = store;
         this.kind = name.equals("key_value") ? ValueKind.PLAIN
             : name.equals("timestamped") ? ValueKind.TIMESTAMPED : ValueKind.TIMESTAMPED_HEADERS;
     }
@@ -30,14 +32,14 @@ final class KeyValueVariant implements Variant {
         final StoreBuilder<? extends StateStore> b;
         switch (kind) {
             case PLAIN:
-                b = Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(STORE), Serdes.Bytes(), Serdes.ByteArray());
+                b = Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(store), Serdes.Bytes(), Serdes.ByteArray());
                 break;
             case TIMESTAMPED:
-                b = Stores.timestampedKeyValueStoreBuilder(Stores.persistentTimestampedKeyValueStore(STORE),
+                b = Stores.timestampedKeyValueStoreBuilder(Stores.persistentTimestampedKeyValueStore(store),
                     Serdes.Bytes(), Serdes.ByteArray());
                 break;
             default:
-                b = HeaderStores.keyValueBuilder();
+                b = HeaderStores.keyValueBuilder(store);
         }
         return b.withCachingDisabled().withLoggingEnabled(Map.of());
     }

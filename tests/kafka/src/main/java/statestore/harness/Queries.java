@@ -18,7 +18,7 @@ import org.apache.kafka.streams.query.WindowKeyQuery;
 import org.apache.kafka.streams.query.WindowRangeQuery;
 
 /** The "query" op: IQv2 through {@code StateStore.query(query, PositionBound.unbounded(), new QueryConfig(false))}. */
-final class Queries {
+public final class Queries {
     private Queries() { }
 
     static QueryResult<?> run(final StateStore store, final JsonNode spec) {
@@ -56,7 +56,8 @@ final class Queries {
         }
     }
 
-    private static Query<?> build(final JsonNode spec) {
+    /** The IQv2 query a spec describes (the JSON shapes of the harness' "query" op). */
+    public static Query<?> build(final JsonNode spec) {
         final String type = spec.path("type").asText();
         final boolean ordered = has(spec, "ascending");
         final boolean ascending = ordered && spec.get("ascending").asBoolean();

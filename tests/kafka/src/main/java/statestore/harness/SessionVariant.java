@@ -28,7 +28,7 @@ final class SessionVariant implements Variant {
     private final ValueKind kind;
     private final SessionBytesStoreSupplier supplier;
 
-    SessionVariant(final String name, final JsonNode params) {
+    SessionVariant(final String name, final JsonNode params, final String store) {
         this.name = name;
         final boolean headers = name.equals("session_headers");
         this.kind = headers ? ValueKind.HEADERS : ValueKind.PLAIN;
@@ -45,16 +45,17 @@ final class SessionVariant implements Variant {
                 throw new IllegalArgumentException("segmentIntervalMs must be at least 1, got " + segmentInterval);
             }
         }
-        supplier = headers ? HeaderStores.sessionSupplier(retention, segmentInterval)
-            : plainSupplier(retention, segmentInterval);
+        supplier = headers ? HeaderStores.sessionSupplier(store, retention, segmentInterval)
+            : plainSupplier(store, retention, segmentInterval);
     }
 
     /** Stores.persistentSessionStore, or its class with only segmentIntervalMs() overridden. */
-    private static SessionBytesStoreSupplier plainSupplier(final Duration retention, final Long segmentInterval) {
+    private static SessionBytesStoreSupplier plainSupplier(final String store, final Duration retention,
+                                                           final Long segmentInterval) {
         if (segmentInterval == null) {
-            return Stores.persistentSessionStore(STORE, retention);
+            return Stores.persistentSessionStore(store, retention);
         }
-        return new RocksDbSessionBytesStoreSupplier(STORE, retention.toMillis()) {
+        return new RocksDbSessionBytesStoreSupplier(store, retention.toMillis()) {
             @Override
             public long segmentIntervalMs() {
                 return segmentInterval;

@@ -14,7 +14,8 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * <p>Every variant is built with {@code Stores.*} persistent RocksDB suppliers, {@code Serdes.Bytes()} keys,
  * {@code Serdes.ByteArray()} values, change logging on and caching off.
  */
-interface Variant {
+public interface Variant {
+    /** The store name of the harness' runs (the application of statestore.app names its own). */
     String STORE = "store";
 
     /** The builder, as an application would write it (logging on, caching off). */
@@ -45,6 +46,11 @@ interface Variant {
     }
 
     static Variant of(final String name, final JsonNode params) {
+        return of(name, params, STORE);
+    }
+
+    /** The variant {@code name} whose store is called {@code store} (statestore.app's applications name theirs). */
+    static Variant of(final String name, final JsonNode params, final String store) {
         if (!HeaderStores.AVAILABLE && (HEADER_VARIANTS.contains(name) || name.equals("window_headers"))) {
             throw new UnsupportedOperationException(name + ": Kafka Streams " + Harness.KAFKA_VERSION + " has no"
                 + " header-aware stores (KIP-1271 added them in 4.3); this harness has: " + String.join(", ", names()));
@@ -53,14 +59,14 @@ interface Variant {
             case "key_value":
             case "timestamped":
             case "timestamped_headers":
-                return new KeyValueVariant(name, params);
+                return new KeyValueVariant(name, params, store);
             case "versioned":
-                return new VersionedVariant(params);
+                return new VersionedVariant(params, store);
             case "window":
             case "timestamped_window":
             case "timestamped_window_headers":
             case "window_duplicates":
-                return new WindowVariant(name, params);
+                return new WindowVariant(name, params, store);
             case "window_headers":
                 throw new UnsupportedOperationException(
                     "window_headers: Kafka Streams " + Harness.KAFKA_VERSION + " has no key-ordered window store with"
@@ -70,7 +76,7 @@ interface Variant {
                         + " join buffer)");
             case "session":
             case "session_headers":
-                return new SessionVariant(name, params);
+                return new SessionVariant(name, params, store);
             default:
                 throw new IllegalArgumentException("unknown variant '" + name + "'; accepted: key_value, timestamped,"
                     + " timestamped_headers, versioned, window, timestamped_window, window_headers,"

@@ -17,7 +17,7 @@ import org.apache.kafka.streams.state.VersionedKeyValueStore;
 final class VersionedVariant implements Variant {
     private final RocksDbVersionedKeyValueBytesStoreSupplier supplier;
 
-    VersionedVariant(final JsonNode params) {
+    VersionedVariant(final JsonNode params, final String store) {
         final JsonNode history = params.get("historyRetentionMs");
         if (history == null) {
             throw new IllegalArgumentException("versioned needs params.historyRetentionMs");
@@ -25,8 +25,8 @@ final class VersionedVariant implements Variant {
         final JsonNode interval = params.get("segmentIntervalMs");
         // Stores returns a RocksDbVersionedKeyValueBytesStoreSupplier; its segmentIntervalMs() is not on the interface.
         supplier = (RocksDbVersionedKeyValueBytesStoreSupplier) (interval == null || interval.isNull()
-            ? Stores.persistentVersionedKeyValueStore(STORE, Duration.ofMillis(Codec.lng(history)))
-            : Stores.persistentVersionedKeyValueStore(STORE, Duration.ofMillis(Codec.lng(history)),
+            ? Stores.persistentVersionedKeyValueStore(store, Duration.ofMillis(Codec.lng(history)))
+            : Stores.persistentVersionedKeyValueStore(store, Duration.ofMillis(Codec.lng(history)),
                 Duration.ofMillis(Codec.lng(interval))));
     }
 

@@ -26,7 +26,7 @@ final class WindowVariant implements Variant {
     private final ValueKind kind;
     private final WindowBytesStoreSupplier supplier;
 
-    WindowVariant(final String name, final JsonNode params) {
+    WindowVariant(final String name, final JsonNode params, final String store) {
         this.name = name;
         this.kind = name.equals("timestamped_window") ? ValueKind.TIMESTAMPED
             : name.equals("timestamped_window_headers") ? ValueKind.TIMESTAMPED_HEADERS : ValueKind.PLAIN;
@@ -42,13 +42,13 @@ final class WindowVariant implements Variant {
         final WindowBytesStoreSupplier byStores;
         switch (kind) {
             case TIMESTAMPED:
-                byStores = Stores.persistentTimestampedWindowStore(STORE, retention, size, duplicates);
+                byStores = Stores.persistentTimestampedWindowStore(store, retention, size, duplicates);
                 break;
             case TIMESTAMPED_HEADERS:
-                byStores = HeaderStores.windowSupplier(retention, size, duplicates);
+                byStores = HeaderStores.windowSupplier(store, retention, size, duplicates);
                 break;
             default:
-                byStores = Stores.persistentWindowStore(STORE, retention, size, duplicates);
+                byStores = Stores.persistentWindowStore(store, retention, size, duplicates);
         }
         final JsonNode interval = params.get("segmentIntervalMs");
         if (interval == null || interval.isNull()) {
@@ -60,16 +60,16 @@ final class WindowVariant implements Variant {
             }
             switch (kind) {
                 case TIMESTAMPED:
-                    supplier = new RocksDbWindowBytesStoreSupplier(STORE, retention.toMillis(), segmentInterval,
+                    supplier = new RocksDbWindowBytesStoreSupplier(store, retention.toMillis(), segmentInterval,
                         size.toMillis(), duplicates,
                         RocksDbWindowBytesStoreSupplier.WindowStoreTypes.TIMESTAMPED_WINDOW_STORE);
                     break;
                 case TIMESTAMPED_HEADERS:
-                    supplier = HeaderStores.windowSupplier(retention.toMillis(), segmentInterval, size.toMillis(),
+                    supplier = HeaderStores.windowSupplier(store, retention.toMillis(), segmentInterval, size.toMillis(),
                         duplicates);
                     break;
                 default:
-                    supplier = new RocksDbWindowBytesStoreSupplier(STORE, retention.toMillis(), segmentInterval,
+                    supplier = new RocksDbWindowBytesStoreSupplier(store, retention.toMillis(), segmentInterval,
                         size.toMillis(), duplicates, RocksDbWindowBytesStoreSupplier.WindowStoreTypes.DEFAULT_WINDOW_STORE);
             }
         }
