@@ -38,7 +38,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -107,7 +107,14 @@ class TaskState:
 # -- reading ------------------------------------------------------------------------------------
 
 
-def read_state_dir(app_dir: str, store_name: str, spec: StoreSpec) -> list[TaskState]:
+def read_state_dir(
+    app_dir: str,
+    store_name: str,
+    spec: StoreSpec,
+    *,
+    partitions: Collection[int] | None = None,
+    scan: Scan | None = None,
+) -> list[TaskState]:
     """Read store ``store_name`` from every task directory of a Kafka Streams application
     directory (``<state.dir>/<application.id>``), by partition; the application must be
     stopped on this host. Nothing in the directory is written (not even RocksDB's ``LOG``).
@@ -117,6 +124,9 @@ def read_state_dir(app_dir: str, store_name: str, spec: StoreSpec) -> list[TaskS
         store_name: the store's name in the application's topology.
         spec: the store's kind and parameters exactly as the application builds it (segment
             interval, timestamped, headers, ...).
+        partitions: only these partitions' task directories (None: all).
+        scan: what to read of each (``Scan()``: the latest state, as a read of a store of
+            ours; None: everything, a versioned store's whole history).
 
     Raises:
         InvalidOptionError: the directory is locked by a running instance (STATE_DIR_LOCKED);
@@ -137,6 +147,8 @@ def read_state_dir(app_dir: str, store_name: str, spec: StoreSpec) -> list[TaskS
     where: dict[int, str] = {}
     with app_dir_unlocked(app_dir):
         for _, partition, task in task_dirs(app_dir):
+            if partitions is not None and partition not in partitions:
+                continue
             found = _task_rows(task, store_name, spec)
             if found is None:
                 continue
@@ -154,7 +166,8 @@ def read_state_dir(app_dir: str, store_name: str, spec: StoreSpec) -> list[TaskS
             }
             # Kafka 4.3 looks in the store's own family first, then in the legacy checkpoint.
             offsets = {**checkpoint, **store_offsets}
-            states[partition] = TaskState(partition, _raw_scan(kind, spec.params, runs), offsets)
+            raw = _raw_scan(kind, spec.params, runs, scan)
+            states[partition] = TaskState(partition, raw, offsets)
             where[partition] = task
     return [states[p] for p in sorted(states)]
 
@@ -268,10 +281,31 @@ def _check_segment(keys: pa.Array, seg: int, interval: int, time_at: int, where:
         )
 
 
-def _raw_scan(kind: StoreKind, params: dict[str, Any], runs: Runs) -> pa.Table:
-    """The kind's raw scan of a partition holding ``runs``: computed from the columns, or by
-    the kind's store over a temporary RocksDB where the engine cannot."""
-    scan = Scan(all_versions=True) if kind.supports_as_of else Scan()
+def state_dir_partitions(app_dir: str, store_name: str) -> list[int]:
+    """The partitions whose task directories hold store ``store_name`` (nothing is opened:
+    a directory of a running application is listed too).
+
+    Raises:
+        StoreNotFoundError: ``app_dir`` does not exist.
+    """
+    if not os.path.isdir(app_dir):
+        raise StoreNotFoundError(f"no Kafka Streams state directory at {app_dir}")
+    return sorted(
+        {
+            partition
+            for _, partition, task in task_dirs(app_dir)
+            if os.path.isdir(os.path.join(task, DB_FILE_DIR, store_name))
+            or os.path.isdir(os.path.join(task, store_name))
+        }
+    )
+
+
+def _raw_scan(kind: StoreKind, params: dict[str, Any], runs: Runs, scan: Scan | None) -> pa.Table:
+    """The kind's raw scan (``scan``; None: everything) of a partition holding ``runs``:
+    computed from the columns, or by the kind's store over a temporary RocksDB where the
+    engine cannot."""
+    if scan is None:
+        scan = Scan(all_versions=True) if kind.supports_as_of else Scan()
     schema = kind.layout(params).raw_schema()
     result = kind.scan_columns(runs, [], params, scan)
     if result is STORE_MUST_ANSWER:
@@ -520,4 +554,10 @@ def _write_database(
         os.unlink(os.path.join(path, "rocksdict-config.json"))
 
 
-__all__ = ["TaskState", "partition_rows", "read_state_dir", "write_state_dir"]
+__all__ = [
+    "TaskState",
+    "partition_rows",
+    "read_state_dir",
+    "state_dir_partitions",
+    "write_state_dir",
+]
