@@ -29,12 +29,39 @@ written under the changelog's key (seq included); None deletes. Converters: ``id
 (plain), ``rawValueToTimestampedValue`` (timestamped), ``rawValueToHeadersValue``
 (timestamped with headers); the record's time becomes a timestamped value's, its headers the
 value's headers.
+
+By column (a whole partition's records at once, for ``catalog.kafka.changelog``):
+
+- ``changelog_columns``: a raw scan to one record per window (per duplicate), ascending by
+  window start: key ``key ‖ BE64 start ‖ BE32 seq`` (seq 0, or with ``retain_duplicates``
+  1, 2, ... per duplicate of a key and start, in the store's order), the plain value, the
+  value's time (timestamped) or else the window start (the store does not keep the time of
+  the record that wrote it; Kafka logs that time, which is at or after the start), the
+  value's headers.
+- ``store_columns``: records in offset order to one write's rows (``key`` the plain key,
+  ``window_start``, ``value``, [``timestamp``], [``headers``]). Restore writes each record
+  under its changelog key, so the last record of a changelog key wins; without
+  ``retain_duplicates`` that is one row per key and start (a seq other than 0 never comes
+  from Kafka's store and is treated as 0), with it one row per seq, in seq order (our
+  store numbers a write's duplicates in the order given, so reads list them as Kafka's
+  restored store does), None dropped (it deletes its seq, which only an earlier record of
+  the same changelog key can hold). Records of segments expired once the partition is
+  restored (stream time ends at its latest window start, None records included) are left
+  out: the store's own put would drop most of them too, but not those expired only by a
+  None record with ``retain_duplicates`` (which our store skips without advancing time).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+from stores.columns.changelog import last_rows, live_segments, no_headers, split_keys
+from stores.columns.encode import big_endian_column, concat_rows
+from stores.columns.key_sort import key_runs
 
 from stores.records import (
     ChangeLogContext,
@@ -47,6 +74,9 @@ from stores.window.format import (
     HEADERS,
     MAX_SEQNUM,
     PLAIN,
+    SEQNUM_SIZE,
+    SUFFIX_SIZE,
+    TIMESTAMP_SIZE,
     TIMESTAMPED,
     TIMESTAMPED_HEADERS,
     WindowValueFormat,
@@ -138,4 +168,76 @@ def restore_batch(store: AnyWindowStore, records: Sequence[ChangelogRecord]) -> 
     return store.restore_batch(rows, encode)
 
 
-__all__ = ["WindowChangeLogging", "restore_batch"]
+#: The shortest changelog key: a window key's suffix (an empty record key).
+MIN_CHANGELOG_KEY = SUFFIX_SIZE
+
+
+def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+    """A raw scan (``key``, ``value``, ``window_start``, ``window_end``[, ``timestamp``][,
+    ``headers``]) as changelog columns (``stores.columns.changelog``), ascending by window
+    start (see the module doc; ``timestamp_ms`` is unused)."""
+    n = raw.num_rows
+    keys = raw.column("key").combine_chunks() if n else pa.array([], pa.binary())
+    starts = raw.column("window_start").to_numpy(zero_copy_only=False).astype(np.int64)
+    seqs = np.zeros(n, dtype=np.int64)
+    if params.get("retain_duplicates") and n:
+        order, first = key_runs(keys, suffix=[(starts, TIMESTAMP_SIZE)])
+        run_start = np.flatnonzero(first)[np.cumsum(first) - 1]
+        seqs[order] = (np.arange(n) - run_start + 1) & MAX_SEQNUM
+    binary = concat_rows(
+        keys,
+        big_endian_column(starts, TIMESTAMP_SIZE),
+        big_endian_column(seqs, SEQNUM_SIZE),
+        large=False,
+    )
+    times = raw.column("timestamp") if params.get("timestamped") else pa.array(starts)
+    headers = raw.column("headers") if params.get("headers") else no_headers(n)
+    in_time = pa.array(np.argsort(starts, kind="stable"))
+    return pa.table(
+        {"key": binary, "value": raw.column("value"), "timestamp": times, "headers": headers}
+    ).take(in_time)
+
+
+def store_columns(
+    records: pa.Table, groups: np.ndarray, params: dict[str, Any]
+) -> tuple[pa.Table, np.ndarray, int]:
+    """Changelog records (``stores.columns.changelog``; keys not None and at least
+    ``MIN_CHANGELOG_KEY`` bytes) in restore order, of the Kafka partitions ``groups`` says,
+    to the rows of one write (see the module doc).
+
+    Returns:
+        The rows, the record each row comes from, and how many records were dropped as
+        expired.
+    """
+    keys, (starts, seqs) = split_keys(records.column("key"), (TIMESTAMP_SIZE, SEQNUM_SIZE))
+    live = np.flatnonzero(
+        live_segments(starts, groups, params["retention_ms"], params["segment_interval_ms"])
+    )
+    dropped = len(starts) - len(live)
+    live_keys = keys.take(pa.array(live))
+    if params.get("retain_duplicates"):
+        winners = live[last_rows(live_keys, suffix=[(starts[live], 8), (seqs[live], 4)])]
+        values = records.column("value").take(pa.array(winners))
+        source = winners[values.is_valid().to_numpy(zero_copy_only=False)]
+    else:
+        source = live[last_rows(live_keys, suffix=[(starts[live], 8)])]
+    taken = pa.array(source)
+    columns = {
+        "key": keys.take(taken),
+        "value": records.column("value").take(taken),
+        "window_start": pa.array(starts[source]),
+    }
+    if params.get("timestamped"):
+        columns["timestamp"] = records.column("timestamp").take(taken)
+    if params.get("headers"):
+        columns["headers"] = records.column("headers").take(taken)
+    return pa.table(columns), source, dropped
+
+
+__all__ = [
+    "MIN_CHANGELOG_KEY",
+    "WindowChangeLogging",
+    "changelog_columns",
+    "restore_batch",
+    "store_columns",
+]
