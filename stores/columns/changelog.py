@@ -78,6 +78,13 @@ def live_segments(
     return segment_ids(times, segment_interval_ms) >= floor  # type: ignore[no-any-return]
 
 
+def unexpired(times: np.ndarray, groups: np.ndarray, retention_ms: int) -> np.ndarray:
+    """Which rows a segmented store's reads still show once their partition is restored: a
+    time after the partition's latest minus the retention (Kafka's ``getActualFrom``; older
+    rows of a live segment are held but never read again, as stream time never goes back)."""
+    return times > latest_times(times, groups) - retention_ms  # type: ignore[no-any-return]
+
+
 def split_keys(
     keys: pa.Array | pa.ChunkedArray, widths: Sequence[int]
 ) -> tuple[pa.Array, list[np.ndarray]]:
@@ -106,4 +113,5 @@ __all__ = [
     "no_headers",
     "split_keys",
     "stream_times",
+    "unexpired",
 ]

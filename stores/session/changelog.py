@@ -26,9 +26,10 @@ By column (a whole partition's records at once, for ``catalog.kafka.changelog``)
   headers.
 - ``store_columns``: records in offset order to one write's rows (``key`` the plain key,
   ``value``, None deleting, ``session_start``, ``session_end``[, ``headers``]): the last
-  record of each changelog key, those of segments expired once the partition is restored
-  (stream time ends at its latest session end) left out, which the store's own put, its
-  rows in end order, would drop as well.
+  record of each changelog key. Records of segments expired once the partition is restored
+  (stream time ends at its latest session end) are counted as dropped and left to the
+  store's own put, its rows in end order, which drops them (every record advances stream
+  time there as in Kafka's restore, a None one included).
 """
 
 from __future__ import annotations
@@ -158,11 +159,8 @@ def store_columns(
         expired.
     """
     keys, (ends, starts) = split_keys(records.column("key"), (TIMESTAMP_SIZE, TIMESTAMP_SIZE))
-    live = np.flatnonzero(
-        live_segments(ends, groups, params["retention_ms"], params["segment_interval_ms"])
-    )
-    live_keys = keys.take(pa.array(live))
-    source = live[last_rows(live_keys, suffix=[(ends[live], 8), (starts[live], 8)])]
+    live = live_segments(ends, groups, params["retention_ms"], params["segment_interval_ms"])
+    source = last_rows(keys, suffix=[(ends, 8), (starts, 8)])
     taken = pa.array(source)
     columns = {
         "key": keys.take(taken),
@@ -172,7 +170,7 @@ def store_columns(
     }
     if params.get("headers"):
         columns["headers"] = records.column("headers").take(taken)
-    return pa.table(columns), source, len(ends) - len(live)
+    return pa.table(columns), source, int(len(live) - live.sum())
 
 
 __all__ = [

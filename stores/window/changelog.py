@@ -46,9 +46,14 @@ By column (a whole partition's records at once, for ``catalog.kafka.changelog``)
   store numbers a write's duplicates in the order given, so reads list them as Kafka's
   restored store does), None dropped (it deletes its seq, which only an earlier record of
   the same changelog key can hold). Records of segments expired once the partition is
-  restored (stream time ends at its latest window start, None records included) are left
-  out: the store's own put would drop most of them too, but not those expired only by a
-  None record with ``retain_duplicates`` (which our store skips without advancing time).
+  restored (stream time ends at its latest window start, None records included) are
+  counted as dropped; the store's own put, its rows in window start order, drops them
+  (``SegmentedBytesStore.put_many``: a segment below the first live one at the final
+  stream time is gone whatever the order), except with ``retain_duplicates``, where a None
+  record advances Kafka's restore's stream time but our store skips a None put without
+  advancing it: there they are left out here, and so are rows that stream time hides from
+  reads (a start not after the latest minus the retention), which the store's own reads
+  would hide only as of its own, possibly earlier, stream time.
 """
 
 from __future__ import annotations
@@ -59,7 +64,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from stores.columns.changelog import last_rows, live_segments, no_headers, split_keys
+from stores.columns.changelog import (
+    last_rows,
+    live_segments,
+    no_headers,
+    split_keys,
+    unexpired,
+)
 from stores.columns.encode import big_endian_column, concat_rows
 from stores.columns.key_sort import key_runs
 
@@ -210,17 +221,16 @@ def store_columns(
         expired.
     """
     keys, (starts, seqs) = split_keys(records.column("key"), (TIMESTAMP_SIZE, SEQNUM_SIZE))
-    live = np.flatnonzero(
-        live_segments(starts, groups, params["retention_ms"], params["segment_interval_ms"])
-    )
-    dropped = len(starts) - len(live)
-    live_keys = keys.take(pa.array(live))
+    live = live_segments(starts, groups, params["retention_ms"], params["segment_interval_ms"])
+    dropped = int(len(live) - live.sum())
     if params.get("retain_duplicates"):
-        winners = live[last_rows(live_keys, suffix=[(starts[live], 8), (seqs[live], 4)])]
+        kept = np.flatnonzero(live & unexpired(starts, groups, params["retention_ms"]))
+        suffix = [(starts[kept], 8), (seqs[kept], 4)]
+        winners = kept[last_rows(keys.take(pa.array(kept)), suffix=suffix)]
         values = records.column("value").take(pa.array(winners))
         source = winners[values.is_valid().to_numpy(zero_copy_only=False)]
     else:
-        source = live[last_rows(live_keys, suffix=[(starts[live], 8)])]
+        source = last_rows(keys, suffix=[(starts, 8)])
     taken = pa.array(source)
     columns = {
         "key": keys.take(taken),
