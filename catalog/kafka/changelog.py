@@ -59,7 +59,9 @@ class KindChangelog:
     suffix); whether a record's time is a stored time that must be >= 0."""
 
     changelog_columns: Callable[[pa.Table, dict[str, Any], int], pa.Table]
-    store_columns: Callable[[pa.Table, np.ndarray, dict[str, Any]], tuple[pa.Table, np.ndarray, int]]
+    store_columns: Callable[
+        [pa.Table, np.ndarray, dict[str, Any]], tuple[pa.Table, np.ndarray, int]
+    ]
     min_key: int = 0
     needs_time: bool = False
 
@@ -301,14 +303,16 @@ class _Records:
 
 
 def _where(records: _Records, row: int) -> str:
-    topic, partition = records.data.column("topic")[row].as_py(), records.data.column(
-        "partition"
-    )[row].as_py()
+    topic, partition = (
+        records.data.column("topic")[row].as_py(),
+        records.data.column("partition")[row].as_py(),
+    )
     return f"topic {topic!r} partition {partition} offset {int(records.offsets[row])}"
 
 
 def _column(data: pa.Table, name: str, accepts: Callable[[pa.DataType], bool], what: str) -> Any:
-    column = data.column(name).combine_chunks()
+    chunked = data.column(name)
+    column = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
     if not accepts(column.type):
         raise InvalidOptionError(
             f"changelog column {name!r} is {column.type}; accepted: {what}",
@@ -375,8 +379,12 @@ def _checked(records: pa.Table) -> _Records:
         raise InvalidOptionError("changelog column 'partition' has negative partitions",
                                  code="INVALID_PARTITION")  # fmt: skip
     groups = topic_rank * (int(parts.max(initial=0)) + 1) + parts
-    ordered = bool(np.all((groups[1:] > groups[:-1]) | ((groups[1:] == groups[:-1])
-                                                        & (offsets[1:] >= offsets[:-1]))))
+    ordered = bool(
+        np.all(
+            (groups[1:] > groups[:-1])
+            | ((groups[1:] == groups[:-1]) & (offsets[1:] >= offsets[:-1]))
+        )
+    )
     data = pa.table(columns)
     if not ordered:
         order = np.lexsort((offsets, groups))
@@ -396,7 +404,7 @@ def _decode(
     the record of each element)."""
     try:
         return serde.decode(column)
-    except SerdeError as exc:
+    except SerdeError:
         for i, item in enumerate(column.to_pylist()):
             if item is None:
                 continue
@@ -460,7 +468,7 @@ def import_changelog(table: Table, records: pa.Table, *, overwrite: bool = False
     keyed = new & checked.data.column("key").is_valid().to_numpy(zero_copy_only=False)
     null_keys = int(new.sum() - keyed.sum())
     rows_in = np.flatnonzero(keyed)
-    data = checked.data.take(pa.array(rows_in))
+    data = checked.data if len(rows_in) == len(keyed) else checked.data.take(pa.array(rows_in))
     _check_records(data, kind, checked, rows_in)
     headers = (
         headers_from_arrow(data.column("headers"))
@@ -499,7 +507,9 @@ def import_changelog(table: Table, records: pa.Table, *, overwrite: bool = False
     )
 
 
-def _check_records(data: pa.Table, kind: KindChangelog, checked: _Records, rows: np.ndarray) -> None:
+def _check_records(
+    data: pa.Table, kind: KindChangelog, checked: _Records, rows: np.ndarray
+) -> None:
     """Refuse keys too short for the kind's changelog key and negative times where the kind
     stores the record time (versioned), naming the first such record.
 

@@ -15,8 +15,8 @@ By column (a whole partition's records at once, for ``catalog.kafka.changelog``)
 
 - ``changelog_columns``: a store's raw scan to changelog records, one per live key, all at
   the time given (Kafka logs the processed record's time, which the store does not keep).
-- ``store_columns``: changelog records in offset order to the rows of one write: the last
-  record of each key (Kafka's restore overwrites, so the last offset wins; None deletes).
+- ``store_columns``: changelog records in offset order to the rows of one write, as they
+  are (Kafka's restore overwrites, so the last offset wins, as in a write; None deletes).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from stores.columns.changelog import last_rows, no_headers
+from stores.columns.changelog import no_headers
 from stores.key_value.store import KeyValueStore
 from stores.records import ChangeLogContext, ChangelogRecord
 
@@ -93,15 +93,16 @@ def store_columns(
     records: pa.Table, groups: np.ndarray, params: dict[str, Any]
 ) -> tuple[pa.Table, np.ndarray, int]:
     """Changelog records (``stores.columns.changelog``; keys not None) in restore order to
-    the rows of one write (``key``, ``value`` bytes): the last record of each key (None: a
-    delete). ``groups`` changes nothing: a key-value restore has no stream time.
+    the rows of one write (``key``, ``value`` bytes; None deletes): all of them, in order.
+    A write's rows are applied in their order, each overwriting its key (``KeyValueEngine``:
+    ``put_columns``, and its columnar reads take the last row of a key), as Kafka's restore
+    does: the last offset wins with nothing chosen here. ``groups`` changes nothing: a
+    key-value restore has no stream time.
 
     Returns:
         The rows, the record each row comes from, and how many records were dropped (0).
     """
-    source = last_rows(records.column("key"))
-    taken = records.take(pa.array(source))
-    return taken.select(["key", "value"]), source, 0
+    return records.select(["key", "value"]), np.arange(records.num_rows), 0
 
 
 __all__ = [

@@ -25,8 +25,10 @@ By column (a whole partition's records at once, for ``catalog.kafka.changelog``)
   time (the time of the record that last extended it, which Kafka logs), the value's
   headers.
 - ``store_columns``: records in offset order to one write's rows (``key`` the plain key,
-  ``value``, None deleting, ``session_start``, ``session_end``[, ``headers``]): the last
-  record of each changelog key. Records of segments expired once the partition is restored
+  ``value``, None deleting, ``session_start``, ``session_end``[, ``headers``]), all of them
+  in order: a write applies its rows in session end order, stably, so the records of one
+  changelog key (one end) keep their offset order and the last wins, as in Kafka's restore.
+  Records of segments expired once the partition is restored
   (stream time ends at its latest session end) are counted as dropped and left to the
   store's own put, its rows in end order, which drops them (every record advances stream
   time there as in Kafka's restore, a None one included).
@@ -40,9 +42,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from stores.columns.changelog import last_rows, live_segments, no_headers, split_keys
+from stores.columns.changelog import live_segments, no_headers, split_keys
 from stores.columns.encode import big_endian_column, concat_rows
-
 from stores.records import ChangeLogContext, ChangelogRecord, ValueAndHeaders
 from stores.session.arguments import _bind, _count, _session, _windowed
 from stores.session.format import (
@@ -160,16 +161,15 @@ def store_columns(
     """
     keys, (ends, starts) = split_keys(records.column("key"), (TIMESTAMP_SIZE, TIMESTAMP_SIZE))
     live = live_segments(ends, groups, params["retention_ms"], params["segment_interval_ms"])
-    source = last_rows(keys, suffix=[(ends, 8), (starts, 8)])
-    taken = pa.array(source)
+    source = np.arange(records.num_rows)
     columns = {
-        "key": keys.take(taken),
-        "value": records.column("value").take(taken),
-        "session_start": pa.array(starts[source]),
-        "session_end": pa.array(ends[source]),
+        "key": keys,
+        "value": records.column("value"),
+        "session_start": pa.array(starts),
+        "session_end": pa.array(ends),
     }
     if params.get("headers"):
-        columns["headers"] = records.column("headers").take(taken)
+        columns["headers"] = records.column("headers")
     return pa.table(columns), source, int(len(live) - live.sum())
 
 

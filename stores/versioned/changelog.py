@@ -39,7 +39,6 @@ import pyarrow as pa
 
 from stores.columns.changelog import last_rows, no_headers, stream_times
 from stores.columns.key_sort import key_runs
-
 from stores.protocols import VersionedRecord
 from stores.records import ChangeLogContext, ChangelogRecord
 from stores.versioned.put import NOT_PUT

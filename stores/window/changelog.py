@@ -40,9 +40,11 @@ By column (a whole partition's records at once, for ``catalog.kafka.changelog``)
   value's headers.
 - ``store_columns``: records in offset order to one write's rows (``key`` the plain key,
   ``window_start``, ``value``, [``timestamp``], [``headers``]). Restore writes each record
-  under its changelog key, so the last record of a changelog key wins; without
-  ``retain_duplicates`` that is one row per key and start (a seq other than 0 never comes
-  from Kafka's store and is treated as 0), with it one row per seq, in seq order (our
+  under its changelog key, so the last record of a changelog key wins. Without
+  ``retain_duplicates`` a write does the same: it applies its rows in window start order,
+  stably, so a key's records of one window keep their offset order and the last wins (a
+  seq other than 0 never comes from Kafka's store and is taken as 0); every record is a
+  row. With it, the last record of each seq is a row, in seq order (our
   store numbers a write's duplicates in the order given, so reads list them as Kafka's
   restored store does), None dropped (it deletes its seq, which only an earlier record of
   the same changelog key can hold). Records of segments expired once the partition is
@@ -73,7 +75,6 @@ from stores.columns.changelog import (
 )
 from stores.columns.encode import big_endian_column, concat_rows
 from stores.columns.key_sort import key_runs
-
 from stores.records import (
     ChangeLogContext,
     ChangelogRecord,
@@ -223,25 +224,21 @@ def store_columns(
     keys, (starts, seqs) = split_keys(records.column("key"), (TIMESTAMP_SIZE, SEQNUM_SIZE))
     live = live_segments(starts, groups, params["retention_ms"], params["segment_interval_ms"])
     dropped = int(len(live) - live.sum())
+    rows = records.append_column("window_start", pa.array(starts)).set_column(0, "key", keys)
+    source = np.arange(records.num_rows)
     if params.get("retain_duplicates"):
         kept = np.flatnonzero(live & unexpired(starts, groups, params["retention_ms"]))
         suffix = [(starts[kept], 8), (seqs[kept], 4)]
         winners = kept[last_rows(keys.take(pa.array(kept)), suffix=suffix)]
         values = records.column("value").take(pa.array(winners))
         source = winners[values.is_valid().to_numpy(zero_copy_only=False)]
-    else:
-        source = last_rows(keys, suffix=[(starts, 8)])
-    taken = pa.array(source)
-    columns = {
-        "key": keys.take(taken),
-        "value": records.column("value").take(taken),
-        "window_start": pa.array(starts[source]),
-    }
-    if params.get("timestamped"):
-        columns["timestamp"] = records.column("timestamp").take(taken)
-    if params.get("headers"):
-        columns["headers"] = records.column("headers").take(taken)
-    return pa.table(columns), source, dropped
+        rows = rows.take(pa.array(source))
+    names = ["key", "value", "window_start"]
+    names += (["timestamp"] if params.get("timestamped") else []) + (
+        ["headers"] if params.get("headers") else []
+    )
+    columns = rows.select(names)
+    return columns, source, dropped
 
 
 __all__ = [

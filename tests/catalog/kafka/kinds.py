@@ -31,8 +31,13 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "window": ("window", {"retention_ms": 30, "window_size_ms": 5, "segment_interval_ms": 10}),
     "window_timestamped_headers": (
         "window",
-        {"retention_ms": 30, "window_size_ms": 5, "segment_interval_ms": 10,
-         "timestamped": True, "headers": True},
+        {
+            "retention_ms": 30,
+            "window_size_ms": 5,
+            "segment_interval_ms": 10,
+            "timestamped": True,
+            "headers": True,
+        },
     ),  # fmt: skip
     "window_headers": (
         "window",
@@ -40,11 +45,18 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "window_duplicates": (
         "window",
-        {"retention_ms": 30, "window_size_ms": 5, "segment_interval_ms": 10,
-         "retain_duplicates": True},
+        {
+            "retention_ms": 30,
+            "window_size_ms": 5,
+            "segment_interval_ms": 10,
+            "retain_duplicates": True,
+        },
     ),  # fmt: skip
     "session": ("session", {"retention_ms": 30, "segment_interval_ms": 10}),
-    "session_headers": ("session", {"retention_ms": 30, "segment_interval_ms": 10, "headers": True}),
+    "session_headers": (
+        "session",
+        {"retention_ms": 30, "segment_interval_ms": 10, "headers": True},
+    ),
 }
 
 KEYS = ["a", "b", "c", "dd"]
@@ -77,7 +89,9 @@ def records_of(variant: str, max_size: int = 25) -> Any:
     return st.lists(record(variant), max_size=max_size)
 
 
-def as_table(records: list[dict[str, Any]], partitions: int, topic: str = "app-s-changelog") -> pa.Table:
+def as_table(
+    records: list[dict[str, Any]], partitions: int, topic: str = "app-s-changelog"
+) -> pa.Table:
     """The records as Spark's Kafka source reads them: each in the partition Kafka's
     partitioner gives its plain key, offsets counting per partition in list order."""
     plain = pa.array([r["plain"] for r in records], pa.binary())

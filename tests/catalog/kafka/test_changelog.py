@@ -221,7 +221,8 @@ def test_short_window_keys_and_negative_versions_name_their_record(catalog: Cata
     with pytest.raises(InvalidOptionError, match=r"\[MALFORMED_RECORD\].*offset 1"):
         import_changelog(window, _records([key, b"a" * 11], [b"1", b"2"], [0, 1]))
     versioned = Catalog(catalog.root + "2", cache_dir=str(catalog.cache_dir)).create_store(
-        "v", "versioned", "string", "string", history_retention_ms=100)
+        "v", "versioned", "string", "string", history_retention_ms=100
+    )
     with pytest.raises(InvalidOptionError, match=r"\[MALFORMED_RECORD\].*offset 4"):
         import_changelog(versioned, _records([b"a"], [b"1"], [4], stamps=[-1]))
 
@@ -284,7 +285,7 @@ def test_versioned_history_with_tombstones_in_time_order(catalog: Catalog) -> No
 def test_window_duplicates_are_numbered_and_in_start_order(catalog: Catalog) -> None:
     table = _store(catalog, "window", retention_ms=1000, window_size_ms=10,
                    retain_duplicates=True)  # fmt: skip
-    key = lambda k, start, seq: k + struct.pack(">qi", start, seq)  # noqa: E731
+    key = lambda k, start, seq: k + struct.pack(">qi", start, seq)
     import_changelog(table, _records(
         [key(b"b", 20, 1), key(b"a", 10, 2), key(b"a", 10, 5), key(b"a", 10, 9)],
         [b"1", b"2", b"3", None], [0, 1, 2, 3]))  # fmt: skip
@@ -297,7 +298,7 @@ def test_window_duplicates_are_numbered_and_in_start_order(catalog: Catalog) -> 
 
 def test_session_records_in_end_order(catalog: Catalog) -> None:
     table = _store(catalog, "session", retention_ms=1000)
-    key = lambda k, end, start: k + struct.pack(">qq", end, start)  # noqa: E731
+    key = lambda k, end, start: k + struct.pack(">qq", end, start)
     import_changelog(table, _records([key(b"a", 50, 40), key(b"b", 30, 5)], [b"1", b"2"], [0, 1]))
     exported = [(r["key"], r["timestamp"]) for r in _export(table).to_pylist()]
     assert exported == [(key(b"b", 30, 5), 30), (key(b"a", 50, 40), 50)]
