@@ -24,7 +24,7 @@ from catalog.kinds import OPTION_NAMES, kind_of
 from catalog.log.backends import storage_for
 from catalog.log.commits import CommitLog
 from catalog.log.paths import COMMITS_DIR, check_store_name, record_name
-from catalog.log.records import ChangelogFile, CommitRecord, Txn
+from catalog.log.records import ChangelogFile, CommitRecord, OffsetsUpdate, Txn
 from catalog.log.spec import StoreSpec
 from catalog.operations import change_feed, compaction, maintenance
 from catalog.operations.maintenance import VacuumReport
@@ -455,6 +455,7 @@ class StoreTable(Table):
         creates: bool = False,
         new_spec: StoreSpec | None = None,
         spec_commit: int | None = None,
+        kafka_offsets: OffsetsUpdate | None = None,
     ) -> CommitRecord | None:
         """Publish staged files as the next commit (``Table.commit``: the arguments, returns
         and raises are its), then compact the partitions that a fresh cache would have to
@@ -464,7 +465,7 @@ class StoreTable(Table):
         """
         record = super().commit(
             files, overwrite=overwrite, write_id=write_id, txn=txn, creates=creates,
-            new_spec=new_spec, spec_commit=spec_commit,
+            new_spec=new_spec, spec_commit=spec_commit, kafka_offsets=kafka_offsets,
         )  # fmt: skip
         if record is not None and self.catalog.compact_after_files:
             compaction.maybe_compact(self, self.catalog.compact_after_files)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from catalog import faults
 from catalog.log.commits import CommitLog
 from catalog.log.paths import ABORTED_DIR, CHANGELOG_DIR, check_write_id
-from catalog.log.records import ChangelogFile, CommitRecord, Txn
+from catalog.log.records import ChangelogFile, CommitRecord, OffsetsUpdate, Txn
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from stores.errors import StoreNotFoundError
@@ -29,6 +29,7 @@ def publish_files(
     spec: StoreSpec | None = None,
     new_spec: StoreSpec | None = None,
     spec_commit: int | None = None,
+    kafka_offsets: OffsetsUpdate | None = None,
 ) -> CommitRecord | None:
     """Publish staged ``files`` as the next ``append`` (or ``overwrite``) record of ``log``:
     listed by partition and path, with the rows, files and bytes they hold as its summary.
@@ -51,6 +52,7 @@ def publish_files(
         "overwrite" if overwrite else "append", ordered, write_id, summary=summary, txn=txn,
         spec=None if spec is None else spec.to_dict(),
         new_spec=None if new_spec is None else new_spec.to_dict(), spec_commit=spec_commit,
+        kafka_offsets=kafka_offsets,
     )  # fmt: skip
 
 

@@ -29,7 +29,7 @@ from catalog.caches.partitions import PartitionCache, default_cache_root
 from catalog.kinds import Layout, Scan, kind_of
 from catalog.log.commits import CommitLog
 from catalog.log.paths import COMMITS_DIR, record_name
-from catalog.log.records import ChangelogFile, CommitRecord, Txn
+from catalog.log.records import ChangelogFile, CommitRecord, OffsetsUpdate, Txn
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from catalog.staging import Stager
@@ -180,6 +180,7 @@ class Table:
         creates: bool = False,
         new_spec: StoreSpec | None = None,
         spec_commit: int | None = None,
+        kafka_offsets: OffsetsUpdate | None = None,
     ) -> CommitRecord | None:
         """Publish staged files as the next commit (see ``catalog.log.commits``). Nothing
         else: what follows a commit (an automatic compaction) is its caller's.
@@ -197,6 +198,8 @@ class Table:
                 force from this commit on (``overwriteSchema``); the files were staged with it.
             spec_commit: the record holding the spec the write was planned against (default:
                 this table's); a write whose spec was replaced meanwhile is refused.
+            kafka_offsets: a changelog import's Kafka offsets (``catalog.kafka.changelog``),
+                recorded with the commit.
 
         Returns:
             The commit record; None if ``txn`` was already committed: the staged files are
@@ -204,8 +207,9 @@ class Table:
 
         Raises:
             CommitConflictError: the store was created meanwhile with another spec, its
-                schema was replaced meanwhile (SCHEMA_CHANGED), or other writers won every
-                attempt.
+                schema was replaced meanwhile (SCHEMA_CHANGED), another import moved the
+                Kafka offsets of ``kafka_offsets`` (KAFKA_OFFSETS_MOVED), or other writers
+                won every attempt.
             StoreNotFoundError: the store was dropped.
         """
         write_id = write_id or uuid.uuid4().hex
@@ -214,14 +218,15 @@ class Table:
         if not creates:
             record = commits.publish_files(
                 self.log, files, write_id, overwrite=overwrite, txn=txn, new_spec=new_spec,
-                spec_commit=spec_commit,
+                spec_commit=spec_commit, kafka_offsets=kafka_offsets,
             )  # fmt: skip
             if record is not None and new_spec is not None:
                 self.spec, self.kind, self.spec_commit = new_spec, kind_of(new_spec.kind), record.id
         else:
             try:
                 record = commits.publish_files(
-                    self.log, files, write_id, overwrite=overwrite, txn=txn, spec=self.spec
+                    self.log, files, write_id, overwrite=overwrite, txn=txn, spec=self.spec,
+                    kafka_offsets=kafka_offsets,
                 )
             except StoreAlreadyExistsError:
                 existing = self.catalog.load(self.spec.name)
@@ -235,7 +240,8 @@ class Table:
                     ) from None
                 self.spec, self.log = existing.spec, existing.log
                 record = commits.publish_files(
-                    self.log, files, write_id, overwrite=overwrite, txn=txn
+                    self.log, files, write_id, overwrite=overwrite, txn=txn,
+                    kafka_offsets=kafka_offsets,
                 )
         if record is None:
             self.abort(files)  # skipped: nothing lists these files

@@ -38,7 +38,7 @@ from typing import Any
 
 from catalog import faults
 from catalog.log.paths import COMMITS_DIR, record_id, record_name
-from catalog.log.records import ChangelogFile, CommitRecord, Txn
+from catalog.log.records import ChangelogFile, CommitRecord, OffsetsUpdate, Txn
 from catalog.log.storage import Storage
 from stores.errors import (
     CommitConflictError,
@@ -345,6 +345,7 @@ class CommitLog:
         base: int | None = None,
         new_spec: dict[str, Any] | None = None,
         spec_commit: int | None = None,
+        kafka_offsets: OffsetsUpdate | None = None,
     ) -> CommitRecord | None:
         """Publish the next commit record, retried on a lost race (appends commute).
 
@@ -353,7 +354,10 @@ class CommitLog:
         published at most once. With ``spec``, this creates the store as record 1. With
         ``new_spec`` (an ``overwrite``), the record replaces the store's spec from its own id on.
         With ``spec_commit``, the write was planned against the spec of that record: if another
-        one is in force now, the write is refused.
+        one is in force now, the write is refused. Every record carries the Kafka changelog
+        offsets of its predecessor forward (``CommitRecord.kafka_offsets``); an ``overwrite``
+        starts from none; ``kafka_offsets`` (a changelog import) sets those it applied, and
+        is refused if another commit moved them since the import read them.
 
         Returns:
             The published record; None if ``txn`` was already committed (the write is skipped).
@@ -362,7 +366,9 @@ class CommitLog:
             StoreAlreadyExistsError: creating, and record 1 exists.
             StoreNotFoundError: the store does not exist or was dropped meanwhile.
             CommitConflictError: another committer won every one of many attempts, or the
-                store's schema was replaced since ``spec_commit`` (SCHEMA_CHANGED).
+                store's schema was replaced since ``spec_commit`` (SCHEMA_CHANGED), or
+                another import applied records of the same Kafka partitions meanwhile
+                (KAFKA_OFFSETS_MOVED).
         """
         if new_spec is not None and operation != "overwrite":
             raise InvalidOptionError(
@@ -388,6 +394,7 @@ class CommitLog:
                     "schema before it; nothing was written: plan the write again",
                     code="SCHEMA_CHANGED",
                 )
+            offsets = _next_offsets(previous, operation, kafka_offsets, self.store_dir)
             if operation == "expire" and base is not None:
                 history_start = max(history_start, base)
             if txn is not None:
@@ -405,6 +412,7 @@ class CommitLog:
                 spec=spec if spec is not None else new_spec,
                 txn=txn,
                 txns=txns,
+                kafka_offsets=offsets,
                 base=base,
                 history_start=history_start,
                 spec_commit=latest + 1 if new_spec is not None else in_force,
@@ -475,3 +483,35 @@ class CommitLog:
                 f"store {self.store_dir!r} was dropped while this write committed; nothing "
                 "was written"
             )
+
+
+def _next_offsets(
+    previous: CommitRecord | None,
+    operation: str,
+    update: OffsetsUpdate | None,
+    store_dir: str,
+) -> dict[str, int]:
+    """The Kafka offsets the next record holds: its predecessor's (none after an overwrite),
+    with ``update``'s applied.
+
+    Raises:
+        CommitConflictError: a partition of ``update`` moved since it was read
+            (KAFKA_OFFSETS_MOVED).
+    """
+    held = dict(previous.kafka_offsets) if previous is not None else {}
+    if operation == "overwrite":
+        held = {}
+    elif update is not None:
+        moved = sorted(k for k in update.applied if held.get(k) != update.seen.get(k))
+        if moved:
+            raise CommitConflictError(
+                f"another write to store {store_dir!r} applied changelog records of "
+                f"{', '.join(moved[:5])} while this import ran (offsets now "
+                f"{ {k: held.get(k) for k in moved[:5]} }, read as "
+                f"{ {k: update.seen.get(k) for k in moved[:5]} }); nothing was written: run "
+                "the import again, it skips what is applied",
+                code="KAFKA_OFFSETS_MOVED",
+            )
+    if update is not None:
+        held.update(update.applied)
+    return held

@@ -28,6 +28,9 @@ A record (JSON, keys sorted; ``checksum`` covers every other field):
 |                | reader pinned to commit v reads with the spec that record v names        |
 | ``txn``          | the writer's (app_id, version), for idempotent writes                    |
 | ``txns``         | the newest committed version per app id, carried forward record to record |
+| ``kafka_offsets``| the offset of the last Kafka changelog record applied, per partition    |
+|                | (``"<topic>-<partition>"``, Kafka's ``TopicPartition`` string), carried    |
+|                | forward; an overwrite replaces it (absent: none)                          |
 | ``checksum``     | ``crc32:<8 hex>`` of the canonical JSON of the other fields (``seal``)    |
 """
 
@@ -62,6 +65,36 @@ class ChangelogFile:
     size: int
     crc32: int
     offset: int = 0
+
+
+@dataclass(frozen=True)
+class OffsetsUpdate:
+    """What a changelog import (``catalog.kafka.changelog``) commits about Kafka offsets:
+    ``applied`` the last offset it applied per ``"<topic>-<partition>"``, ``seen`` what the
+    store held for those partitions when the import was planned (absent: nothing). The
+    commit is refused if another one moved them meanwhile: both would apply the same
+    records."""
+
+    applied: dict[str, int]
+    seen: dict[str, int] = field(default_factory=dict)
+
+
+def offsets_key(topic: str, partition: int) -> str:
+    """``"<topic>-<partition>"``: Kafka's ``TopicPartition.toString``, the key of
+    ``CommitRecord.kafka_offsets``."""
+    return f"{topic}-{partition}"
+
+
+def parse_offsets_key(key: str) -> tuple[str, int]:
+    """``(topic, partition)`` of an ``offsets_key`` (the partition follows the last ``-``).
+
+    Raises:
+        ValueError: no ``-<partition>`` at the end.
+    """
+    topic, dash, partition = key.rpartition("-")
+    if not dash or not topic or not partition.isdigit():
+        raise ValueError(f"{key!r} is not '<topic>-<partition>'")
+    return topic, int(partition)
 
 
 @dataclass(frozen=True)
@@ -128,6 +161,7 @@ class CommitRecord:
     spec: dict[str, Any] | None = None
     txn: Txn | None = None
     txns: dict[str, int] = field(default_factory=dict)
+    kafka_offsets: dict[str, int] = field(default_factory=dict)
     base: int | None = None
     history_start: int = 1  # the oldest readable commit, carried forward (see ``expire``)
     spec_commit: int = 1  # the record holding the spec in force, carried forward
@@ -172,6 +206,7 @@ class CommitRecord:
             "txn": None if self.txn is None else {"app_id": self.txn.app_id,
                                                   "version": self.txn.version},
             "txns": self.txns,
+            **({"kafka_offsets": self.kafka_offsets} if self.kafka_offsets else {}),
             **({"base": self.base} if self.base is not None else {}),
             **({"history_start": self.history_start} if self.history_start != 1 else {}),
             **({"spec_commit": self.spec_commit} if self.spec_commit != 1 else {}),
@@ -225,6 +260,9 @@ class CommitRecord:
                 txn=None if raw["txn"] is None else Txn(str(raw["txn"]["app_id"]),
                                                         int(raw["txn"]["version"])),
                 txns={str(k): int(v) for k, v in dict(raw["txns"]).items()},
+                kafka_offsets={
+                    str(k): int(v) for k, v in dict(raw.get("kafka_offsets", {})).items()
+                },
                 base=None if raw.get("base") is None else int(raw["base"]),
                 history_start=int(raw.get("history_start", 1)),
                 spec_commit=int(raw.get("spec_commit", 1)),

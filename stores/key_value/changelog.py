@@ -10,13 +10,24 @@ logs, and how a restore applies the records.
 
 Restore (``RocksDBStore.restoreBatch``, converter ``RecordConverters.identity``): the value
 as is, None deletes; one atomic batch per restore batch.
+
+By column (a whole partition's records at once, for ``catalog.kafka.changelog``):
+
+- ``changelog_columns``: a store's raw scan to changelog records, one per live key, all at
+  the time given (Kafka logs the processed record's time, which the store does not keep).
+- ``store_columns``: changelog records in offset order to the rows of one write, as they
+  are (Kafka's restore overwrites, so the last offset wins, as in a write; None deletes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numpy as np
+import pyarrow as pa
+
+from stores.columns.changelog import no_headers
 from stores.key_value.store import KeyValueStore
 from stores.records import ChangeLogContext, ChangelogRecord
 
@@ -64,4 +75,39 @@ def restore_batch(store: KeyValueStore, records: Sequence[ChangelogRecord]) -> i
     return 0
 
 
-__all__ = ["KeyValueChangeLogging", "restore_batch"]
+def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+    """A raw scan (``key``, ``value``) as changelog columns (``stores.columns.changelog``),
+    ``timestamp_ms`` in every row, in scan order."""
+    n = raw.num_rows
+    return pa.table(
+        {
+            "key": raw.column("key"),
+            "value": raw.column("value"),
+            "timestamp": pa.array(np.full(n, timestamp_ms, np.int64)),
+            "headers": no_headers(n),
+        }
+    )
+
+
+def store_columns(
+    records: pa.Table, groups: np.ndarray, params: dict[str, Any]
+) -> tuple[pa.Table, np.ndarray, int]:
+    """Changelog records (``stores.columns.changelog``; keys not None) in restore order to
+    the rows of one write (``key``, ``value`` bytes; None deletes): all of them, in order.
+    A write's rows are applied in their order, each overwriting its key (``KeyValueEngine``:
+    ``put_columns``, and its columnar reads take the last row of a key), as Kafka's restore
+    does: the last offset wins with nothing chosen here. ``groups`` changes nothing: a
+    key-value restore has no stream time.
+
+    Returns:
+        The rows, the record each row comes from, and how many records were dropped (0).
+    """
+    return records.select(["key", "value"]), np.arange(records.num_rows), 0
+
+
+__all__ = [
+    "KeyValueChangeLogging",
+    "changelog_columns",
+    "restore_batch",
+    "store_columns",
+]

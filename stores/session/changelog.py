@@ -17,6 +17,21 @@ segment time being the session's end (``SessionKeySchema.segmentTimestamp``): th
 first advances to the largest end of the batch, records of expired segments are dropped, the
 rest written (None deletes). Converters: ``identity`` (plain) and
 ``rawValueToSessionHeadersValue`` (``varint ‖ headers ‖ aggregate``, the record's headers).
+
+By column (a whole partition's records at once, for ``catalog.kafka.changelog``):
+
+- ``changelog_columns``: a raw scan to one record per session, ascending by session end:
+  key ``key ‖ BE64 end ‖ BE64 start``, the plain value, the session end as the record's
+  time (the time of the record that last extended it, which Kafka logs), the value's
+  headers.
+- ``store_columns``: records in offset order to one write's rows (``key`` the plain key,
+  ``value``, None deleting, ``session_start``, ``session_end``[, ``headers``]), all of them
+  in order: a write applies its rows in session end order, stably, so the records of one
+  changelog key (one end) keep their offset order and the last wins, as in Kafka's restore.
+  Records of segments expired once the partition is restored
+  (stream time ends at its latest session end) are counted as dropped and left to the
+  store's own put, its rows in end order, which drops them (every record advances stream
+  time there as in Kafka's restore, a None one included).
 """
 
 from __future__ import annotations
@@ -24,9 +39,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+import pyarrow as pa
+
+from stores.columns.changelog import live_segments, no_headers, split_keys
+from stores.columns.encode import big_endian_column, concat_rows
 from stores.records import ChangeLogContext, ChangelogRecord, ValueAndHeaders
 from stores.session.arguments import _bind, _count, _session, _windowed
-from stores.session.format import PLAIN, WITH_HEADERS, decode_session_key, encode_session_key
+from stores.session.format import (
+    PLAIN,
+    SUFFIX_SIZE,
+    TIMESTAMP_SIZE,
+    WITH_HEADERS,
+    decode_session_key,
+    encode_session_key,
+)
 from stores.session.store import SessionStore, SessionStoreWithHeaders
 
 AnySessionStore = SessionStore | SessionStoreWithHeaders
@@ -96,4 +123,60 @@ def restore_batch(store: AnySessionStore, records: Sequence[ChangelogRecord]) ->
     return store.restore_batch(rows, encode)
 
 
-__all__ = ["SessionChangeLogging", "restore_batch"]
+#: The shortest changelog key: a session key's suffix (an empty record key).
+MIN_CHANGELOG_KEY = SUFFIX_SIZE
+
+
+def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+    """A raw scan (``key``, ``value``, ``session_start``, ``session_end``[, ``headers``]) as
+    changelog columns (``stores.columns.changelog``), ascending by session end (see the
+    module doc; ``timestamp_ms`` is unused)."""
+    n = raw.num_rows
+    starts = raw.column("session_start").to_numpy(zero_copy_only=False).astype(np.int64)
+    ends = raw.column("session_end").to_numpy(zero_copy_only=False).astype(np.int64)
+    binary = concat_rows(
+        raw.column("key").combine_chunks() if n else pa.array([], pa.binary()),
+        big_endian_column(ends, TIMESTAMP_SIZE),
+        big_endian_column(starts, TIMESTAMP_SIZE),
+        large=False,
+    )
+    headers = raw.column("headers") if params.get("headers") else no_headers(n)
+    in_time = pa.array(np.argsort(ends, kind="stable"))
+    return pa.table(
+        {"key": binary, "value": raw.column("value"), "timestamp": pa.array(ends),
+         "headers": headers}
+    ).take(in_time)  # fmt: skip
+
+
+def store_columns(
+    records: pa.Table, groups: np.ndarray, params: dict[str, Any]
+) -> tuple[pa.Table, np.ndarray, int]:
+    """Changelog records (``stores.columns.changelog``; keys not None and at least
+    ``MIN_CHANGELOG_KEY`` bytes) in restore order, of the Kafka partitions ``groups`` says,
+    to the rows of one write (see the module doc).
+
+    Returns:
+        The rows, the record each row comes from, and how many records were dropped as
+        expired.
+    """
+    keys, (ends, starts) = split_keys(records.column("key"), (TIMESTAMP_SIZE, TIMESTAMP_SIZE))
+    live = live_segments(ends, groups, params["retention_ms"], params["segment_interval_ms"])
+    source = np.arange(records.num_rows)
+    columns = {
+        "key": keys,
+        "value": records.column("value"),
+        "session_start": pa.array(starts),
+        "session_end": pa.array(ends),
+    }
+    if params.get("headers"):
+        columns["headers"] = records.column("headers")
+    return pa.table(columns), source, int(len(live) - live.sum())
+
+
+__all__ = [
+    "MIN_CHANGELOG_KEY",
+    "SessionChangeLogging",
+    "changelog_columns",
+    "restore_batch",
+    "store_columns",
+]

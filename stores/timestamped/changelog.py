@@ -17,6 +17,15 @@ Restore (``StateManagerUtil.converterForStore``): ``RecordConverters.rawValueToT
 (stored value ``BE64(record time) ‖ value``) or ``rawValueToHeadersValue`` (``varint ‖
 headers ‖ BE64(record time) ‖ value``, headers = the record's): the record's timestamp
 becomes the value's, its headers the value's headers; None deletes.
+
+By column (a whole partition's records at once, for ``catalog.kafka.changelog``):
+
+- ``changelog_columns``: a raw scan to one record per live key: the plain value, its time
+  as the record's (an unknown time stays null: Kafka's producer refuses it, the caller
+  reports it), its headers as the record's.
+- ``store_columns``: records in offset order to one write's rows: the last record of each
+  key wins, as Kafka's restore overwrites whatever the time (a write's own apply orders
+  its rows by timestamp, so only the winner is kept); None deletes.
 """
 
 from __future__ import annotations
@@ -24,6 +33,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+import pyarrow as pa
+
+from stores.columns.changelog import last_rows, no_headers
 from stores.records import (
     ChangeLogContext,
     ChangelogRecord,
@@ -105,4 +118,34 @@ def restore_batch(store: AnyTimestampedStore, records: Sequence[ChangelogRecord]
     return 0
 
 
-__all__ = ["TimestampedChangeLogging", "restore_batch"]
+def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+    """A raw scan (``key``, ``value``, ``timestamp``[, ``headers``]) as changelog columns
+    (``stores.columns.changelog``), in scan order; ``timestamp_ms`` is unused (each value
+    has its own time)."""
+    headers = raw.column("headers") if params.get("headers") else no_headers(raw.num_rows)
+    return pa.table(
+        {
+            "key": raw.column("key"),
+            "value": raw.column("value"),
+            "timestamp": raw.column("timestamp"),
+            "headers": headers,
+        }
+    )
+
+
+def store_columns(
+    records: pa.Table, groups: np.ndarray, params: dict[str, Any]
+) -> tuple[pa.Table, np.ndarray, int]:
+    """Changelog records (``stores.columns.changelog``; keys not None) in restore order to
+    the rows of one write: ``key``, ``value`` (None deletes), ``timestamp`` (the record's),
+    and ``headers`` (the record's) for a store with headers; the last record of each key.
+
+    Returns:
+        The rows, the record each row comes from, and how many records were dropped (0).
+    """
+    source = last_rows(records.column("key"))
+    names = ["key", "value", "timestamp"] + (["headers"] if params.get("headers") else [])
+    return records.take(pa.array(source)).select(names), source, 0
+
+
+__all__ = ["TimestampedChangeLogging", "changelog_columns", "restore_batch", "store_columns"]

@@ -11,13 +11,34 @@ Restore (``RocksDBVersionedStore.restoreBatch``, converter ``identity``): record
 record older than the observed stream time minus the history retention (the grace period) is
 skipped, the stream time advancing record by record; the rest are ``put(key, value,
 record time)`` (None: a tombstone).
+
+By column (a whole partition's records at once, for ``catalog.kafka.changelog``):
+
+- ``changelog_columns``: every version the store holds (a raw scan of all versions) as a put
+  at its ``valid_from``, and a tombstone at its ``valid_to`` where the key's next version
+  does not start there (a delete ended it), all in ascending time: a restore reading them
+  in that order never finds one older than its stream time minus the history retention,
+  so it drops none.
+- ``store_columns``: records in offset order to one write's rows. A write applies its rows
+  in time order (``VersionedEngine.apply``), which loses two things offset order tells,
+  both settled here first: the grace rule (a record older than its partition's stream
+  time so far minus the history retention is dropped: the live store refused it too, and
+  restore skips it) and, of records of one key at one time, the last offset wins (a put
+  at an existing version's time replaces it, a tombstone there too). What remains commutes:
+  versions are placed by their times, whatever the order of the puts. A record older than
+  the stream time of the store's earlier commits is dropped by the store's own put.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numpy as np
+import pyarrow as pa
+
+from stores.columns.changelog import last_rows, no_headers, stream_times
+from stores.columns.key_sort import key_runs
 from stores.protocols import VersionedRecord
 from stores.records import ChangeLogContext, ChangelogRecord
 from stores.versioned.put import NOT_PUT
@@ -62,4 +83,59 @@ def restore_batch(store: VersionedKeyValueStore, records: Sequence[ChangelogReco
     return dropped
 
 
-__all__ = ["VersionedChangeLogging", "restore_batch"]
+def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+    """A raw scan of all versions (``key``, ``value``, ``valid_from``, ``valid_to``, null
+    for a key's open version) as changelog columns (``stores.columns.changelog``): puts at
+    ``valid_from`` and tombstones where a version ends without a successor, ascending in
+    time (``timestamp_ms`` is unused)."""
+    n = raw.num_rows
+    keys = raw.column("key").combine_chunks() if n else pa.array([], pa.binary())
+    starts = raw.column("valid_from").to_numpy(zero_copy_only=False).astype(np.int64)
+    ends_column = raw.column("valid_to")
+    open_ended = ends_column.is_null().to_numpy(zero_copy_only=False)
+    ends = ends_column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    order, first = key_runs(keys, after=[(starts, False)])
+    same_key_next = np.zeros(n, dtype=bool)
+    same_key_next[:-1] = ~first[1:]
+    next_start = np.empty(n, dtype=np.int64)
+    next_start[:-1] = starts[order][1:]
+    succeeded = same_key_next & (next_start == ends[order])
+    ended = order[~open_ended[order] & ~succeeded]
+    values = raw.column("value").combine_chunks() if n else pa.array([], pa.binary())
+    all_keys = pa.concat_arrays([keys, keys.take(pa.array(ended))]) if n else keys
+    all_values = pa.concat_arrays([values, pa.nulls(len(ended), pa.binary())]) if n else values
+    times = np.concatenate([starts, ends[ended]])
+    in_time = pa.array(np.argsort(times, kind="stable"))
+    return pa.table(
+        {
+            "key": all_keys.take(in_time),
+            "value": all_values.take(in_time),
+            "timestamp": pa.array(times).take(in_time),
+            "headers": no_headers(len(times)),
+        }
+    )
+
+
+def store_columns(
+    records: pa.Table, groups: np.ndarray, params: dict[str, Any]
+) -> tuple[pa.Table, np.ndarray, int]:
+    """Changelog records (``stores.columns.changelog``; keys not None) in restore order, of
+    the Kafka partitions ``groups`` says, to the rows of one write (``key``, ``value``, None
+    a tombstone, ``timestamp``): records the grace rule drops are left out, and of one key's
+    records at one time the last (see the module doc).
+
+    Returns:
+        The rows, the record each row comes from, and how many records were dropped by the
+        grace rule.
+    """
+    times = records.column("timestamp").to_numpy(zero_copy_only=False).astype(np.int64)
+    grace = params["history_retention_ms"]
+    kept = np.flatnonzero(times >= stream_times(times, groups) - grace)
+    candidates = records.take(pa.array(kept))
+    winners = last_rows(candidates.column("key"), suffix=[(times[kept], 8)])
+    source = kept[winners]
+    rows = records.take(pa.array(source)).select(["key", "value", "timestamp"])
+    return rows, source, len(times) - len(kept)
+
+
+__all__ = ["VersionedChangeLogging", "changelog_columns", "restore_batch", "store_columns"]

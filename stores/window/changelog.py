@@ -29,6 +29,33 @@ written under the changelog's key (seq included); None deletes. Converters: ``id
 (plain), ``rawValueToTimestampedValue`` (timestamped), ``rawValueToHeadersValue``
 (timestamped with headers); the record's time becomes a timestamped value's, its headers the
 value's headers.
+
+By column (a whole partition's records at once, for ``catalog.kafka.changelog``):
+
+- ``changelog_columns``: a raw scan to one record per window (per duplicate), ascending by
+  window start: key ``key ‖ BE64 start ‖ BE32 seq`` (seq 0, or with ``retain_duplicates``
+  1, 2, ... per duplicate of a key and start, in the store's order), the plain value, the
+  value's time (timestamped) or else the window start (the store does not keep the time of
+  the record that wrote it; Kafka logs that time, which is at or after the start), the
+  value's headers.
+- ``store_columns``: records in offset order to one write's rows (``key`` the plain key,
+  ``window_start``, ``value``, [``timestamp``], [``headers``]). Restore writes each record
+  under its changelog key, so the last record of a changelog key wins. Without
+  ``retain_duplicates`` a write does the same: it applies its rows in window start order,
+  stably, so a key's records of one window keep their offset order and the last wins (a
+  seq other than 0 never comes from Kafka's store and is taken as 0); every record is a
+  row. With it, the last record of each seq is a row, in seq order (our
+  store numbers a write's duplicates in the order given, so reads list them as Kafka's
+  restored store does), None dropped (it deletes its seq, which only an earlier record of
+  the same changelog key can hold). Records of segments expired once the partition is
+  restored (stream time ends at its latest window start, None records included) are
+  counted as dropped; the store's own put, its rows in window start order, drops them
+  (``SegmentedBytesStore.put_many``: a segment below the first live one at the final
+  stream time is gone whatever the order), except with ``retain_duplicates``, where a None
+  record advances Kafka's restore's stream time but our store skips a None put without
+  advancing it: there they are left out here, and so are rows that stream time hides from
+  reads (a start not after the latest minus the retention), which the store's own reads
+  would hide only as of its own, possibly earlier, stream time.
 """
 
 from __future__ import annotations
@@ -36,6 +63,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+import pyarrow as pa
+
+from stores.columns.changelog import (
+    last_rows,
+    live_segments,
+    no_headers,
+    split_keys,
+    unexpired,
+)
+from stores.columns.encode import big_endian_column, concat_rows
+from stores.columns.key_sort import key_runs
 from stores.records import (
     ChangeLogContext,
     ChangelogRecord,
@@ -47,6 +86,9 @@ from stores.window.format import (
     HEADERS,
     MAX_SEQNUM,
     PLAIN,
+    SEQNUM_SIZE,
+    SUFFIX_SIZE,
+    TIMESTAMP_SIZE,
     TIMESTAMPED,
     TIMESTAMPED_HEADERS,
     WindowValueFormat,
@@ -138,4 +180,71 @@ def restore_batch(store: AnyWindowStore, records: Sequence[ChangelogRecord]) -> 
     return store.restore_batch(rows, encode)
 
 
-__all__ = ["WindowChangeLogging", "restore_batch"]
+#: The shortest changelog key: a window key's suffix (an empty record key).
+MIN_CHANGELOG_KEY = SUFFIX_SIZE
+
+
+def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+    """A raw scan (``key``, ``value``, ``window_start``, ``window_end``[, ``timestamp``][,
+    ``headers``]) as changelog columns (``stores.columns.changelog``), ascending by window
+    start (see the module doc; ``timestamp_ms`` is unused)."""
+    n = raw.num_rows
+    keys = raw.column("key").combine_chunks() if n else pa.array([], pa.binary())
+    starts = raw.column("window_start").to_numpy(zero_copy_only=False).astype(np.int64)
+    seqs = np.zeros(n, dtype=np.int64)
+    if params.get("retain_duplicates") and n:
+        order, first = key_runs(keys, suffix=[(starts, TIMESTAMP_SIZE)])
+        run_start = np.flatnonzero(first)[np.cumsum(first) - 1]
+        seqs[order] = (np.arange(n) - run_start + 1) & MAX_SEQNUM
+    binary = concat_rows(
+        keys,
+        big_endian_column(starts, TIMESTAMP_SIZE),
+        big_endian_column(seqs, SEQNUM_SIZE),
+        large=False,
+    )
+    times = raw.column("timestamp") if params.get("timestamped") else pa.array(starts)
+    headers = raw.column("headers") if params.get("headers") else no_headers(n)
+    in_time = pa.array(np.argsort(starts, kind="stable"))
+    return pa.table(
+        {"key": binary, "value": raw.column("value"), "timestamp": times, "headers": headers}
+    ).take(in_time)
+
+
+def store_columns(
+    records: pa.Table, groups: np.ndarray, params: dict[str, Any]
+) -> tuple[pa.Table, np.ndarray, int]:
+    """Changelog records (``stores.columns.changelog``; keys not None and at least
+    ``MIN_CHANGELOG_KEY`` bytes) in restore order, of the Kafka partitions ``groups`` says,
+    to the rows of one write (see the module doc).
+
+    Returns:
+        The rows, the record each row comes from, and how many records were dropped as
+        expired.
+    """
+    keys, (starts, seqs) = split_keys(records.column("key"), (TIMESTAMP_SIZE, SEQNUM_SIZE))
+    live = live_segments(starts, groups, params["retention_ms"], params["segment_interval_ms"])
+    dropped = int(len(live) - live.sum())
+    rows = records.append_column("window_start", pa.array(starts)).set_column(0, "key", keys)
+    source = np.arange(records.num_rows)
+    if params.get("retain_duplicates"):
+        kept = np.flatnonzero(live & unexpired(starts, groups, params["retention_ms"]))
+        suffix = [(starts[kept], 8), (seqs[kept], 4)]
+        winners = kept[last_rows(keys.take(pa.array(kept)), suffix=suffix)]
+        values = records.column("value").take(pa.array(winners))
+        source = winners[values.is_valid().to_numpy(zero_copy_only=False)]
+        rows = rows.take(pa.array(source))
+    names = ["key", "value", "window_start"]
+    names += (["timestamp"] if params.get("timestamped") else []) + (
+        ["headers"] if params.get("headers") else []
+    )
+    columns = rows.select(names)
+    return columns, source, dropped
+
+
+__all__ = [
+    "MIN_CHANGELOG_KEY",
+    "WindowChangeLogging",
+    "changelog_columns",
+    "restore_batch",
+    "store_columns",
+]

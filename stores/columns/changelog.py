@@ -1,0 +1,117 @@
+"""Changelog records by column: what every kind's columnar changelog (``stores/<kind>/
+changelog.py``: ``changelog_columns`` and ``store_columns``) shares.
+
+A kind's changelog columns are ``key`` (binary, the changelog key), ``value`` (binary, None
+a delete or tombstone), ``timestamp`` (int64 epoch ms, the record's time) and ``headers``
+(KIP-1271 headersBytes, empty for none). Records of several Kafka partitions come grouped,
+each partition's in offset order, with ``groups`` saying which partition each row is of
+(restore keeps a stream time per partition: one store per task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from stores.columns.decode import ByteColumn, segment_ids
+from stores.columns.encode import binary_from
+from stores.columns.key_sort import key_runs, run_lasts
+
+#: The columns of changelog records (see the module doc).
+CHANGELOG_COLUMNS = ("key", "value", "timestamp", "headers")
+
+
+def no_headers(n: int) -> pa.Array:
+    """``n`` empty headersBytes (KIP-1271: no headers)."""
+    return binary_from(np.zeros(0, np.uint8), np.zeros(n + 1, np.int64))
+
+
+def last_rows(
+    keys: pa.Array | pa.ChunkedArray, suffix: Sequence[tuple[np.ndarray, int]] = ()
+) -> np.ndarray:
+    """Row indices of the last row (in row order) of each key followed by its ``suffix``
+    fields (integers and their byte widths, big-endian), in that store key's order."""
+    order, first = key_runs(keys, suffix=suffix)
+    return order[run_lasts(first)]
+
+
+def group_bounds(groups: np.ndarray) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each run of equal ``groups`` (rows come grouped by partition)."""
+    n = len(groups)
+    if not n:
+        return
+    cuts = np.flatnonzero(groups[1:] != groups[:-1]) + 1
+    edges = [0, *cuts.tolist(), n]
+    yield from zip(edges[:-1], edges[1:])
+
+
+def stream_times(times: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each row's stream time as Kafka's restore tracks it: the largest time of its
+    partition up to and including the row (in row order)."""
+    out = np.empty_like(times)
+    for start, end in group_bounds(groups):
+        out[start:end] = np.maximum.accumulate(times[start:end])
+    return out
+
+
+def latest_times(times: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each row's partition's largest time (a segmented store's stream time once the
+    partition's records are restored)."""
+    out = np.empty_like(times)
+    for start, end in group_bounds(groups):
+        out[start:end] = times[start:end].max()
+    return out
+
+
+def live_segments(
+    times: np.ndarray, groups: np.ndarray, retention_ms: int, segment_interval_ms: int
+) -> np.ndarray:
+    """Which rows lie in a segment still live once their partition is restored
+    (``AbstractRocksDBSegmentedBytesStore``: a segment below ``segment_id(stream time -
+    retention)`` is dropped, and stream time ends at the partition's latest segment time,
+    whatever the batches: the rule only grows stricter as stream time advances)."""
+    if not len(times):
+        return np.zeros(0, dtype=bool)
+    floor = segment_ids(latest_times(times, groups) - retention_ms, segment_interval_ms)
+    return segment_ids(times, segment_interval_ms) >= floor  # type: ignore[no-any-return]
+
+
+def unexpired(times: np.ndarray, groups: np.ndarray, retention_ms: int) -> np.ndarray:
+    """Which rows a segmented store's reads still show once their partition is restored: a
+    time after the partition's latest minus the retention (Kafka's ``getActualFrom``; older
+    rows of a live segment are held but never read again, as stream time never goes back)."""
+    return times > latest_times(times, groups) - retention_ms  # type: ignore[no-any-return]
+
+
+def split_keys(
+    keys: pa.Array | pa.ChunkedArray, widths: Sequence[int]
+) -> tuple[pa.Array, list[np.ndarray]]:
+    """Changelog keys ``key ‖ BE field ‖ ...`` (fields of ``widths`` bytes, 8 or 4) cut into
+    the keys (binary) and the fields (int64 each). Every key must be at least
+    ``sum(widths)`` bytes long (the caller checks, naming the records).
+    """
+    column = ByteColumn(keys)
+    total = sum(widths)
+    base = column.lengths - total
+    fields = []
+    at = column.starts + base
+    for width in widths:
+        fields.append(column.longs_at(at) if width == 8 else column.ints_at(at))
+        at = at + width
+    plain = column.slices(column.starts, base).cast(pa.binary())
+    return plain, fields
+
+
+__all__ = [
+    "CHANGELOG_COLUMNS",
+    "group_bounds",
+    "last_rows",
+    "latest_times",
+    "live_segments",
+    "no_headers",
+    "split_keys",
+    "stream_times",
+    "unexpired",
+]
