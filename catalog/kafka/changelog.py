@@ -18,8 +18,8 @@ returns ``commit=None``; an import of the next offsets continues. ``overwrite=Tr
 replaces the store's contents and its offsets.
 
 Across Kafka partitions a store has one state: a key found in two partitions (which a
-keyed changelog never has) ends with the record of the partition sorting last (topic, then
-partition). Kafka keeps a stream time per task; versioned, window and session stores drop
+keyed changelog never has) ends as the kind's write orders the rows (they come by topic,
+then partition, then offset; a timestamped write keeps the newest time). Kafka keeps a stream time per task; versioned, window and session stores drop
 by their partition's, which the store partition's equals under ``partitioner=kafka`` with the
 application's partition count.
 """

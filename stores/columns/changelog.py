@@ -11,6 +11,7 @@ each partition's in offset order, with ``groups`` saying which partition each ro
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +45,7 @@ def group_bounds(groups: np.ndarray) -> Iterator[tuple[int, int]]:
         return
     cuts = np.flatnonzero(groups[1:] != groups[:-1]) + 1
     edges = [0, *cuts.tolist(), n]
-    yield from zip(edges[:-1], edges[1:])
+    yield from pairwise(edges)
 
 
 def stream_times(times: np.ndarray, groups: np.ndarray) -> np.ndarray:

@@ -24,8 +24,9 @@ By column (a whole partition's records at once, for ``catalog.kafka.changelog``)
   as the record's (an unknown time stays null: Kafka's producer refuses it, the caller
   reports it), its headers as the record's.
 - ``store_columns``: records in offset order to one write's rows: the last record of each
-  key wins, as Kafka's restore overwrites whatever the time (a write's own apply orders
-  its rows by timestamp, so only the winner is kept); None deletes.
+  key wins, as Kafka's restore overwrites whatever the time; None deletes. A write's own
+  apply orders its rows by timestamp, stably: where each partition's times never go back
+  that is offset order and the rows go as they are; else only each key's last is kept.
 """
 
 from __future__ import annotations
@@ -138,13 +139,18 @@ def store_columns(
 ) -> tuple[pa.Table, np.ndarray, int]:
     """Changelog records (``stores.columns.changelog``; keys not None) in restore order to
     the rows of one write: ``key``, ``value`` (None deletes), ``timestamp`` (the record's),
-    and ``headers`` (the record's) for a store with headers; the last record of each key.
+    and ``headers`` (the record's) for a store with headers; those a write would apply as
+    Kafka's restore does (see the module doc).
 
     Returns:
         The rows, the record each row comes from, and how many records were dropped (0).
     """
-    source = last_rows(records.column("key"))
     names = ["key", "value", "timestamp"] + (["headers"] if params.get("headers") else [])
+    times = records.column("timestamp").to_numpy(zero_copy_only=False)
+    back = (times[1:] < times[:-1]) & (groups[1:] == groups[:-1])
+    if not back.any():
+        return records.select(names), np.arange(records.num_rows), 0
+    source = np.sort(last_rows(records.column("key")))
     return records.take(pa.array(source)).select(names), source, 0
 
 

@@ -24,7 +24,9 @@ By column (a whole partition's records at once, for ``catalog.kafka.changelog``)
   both settled here first: the grace rule (a record older than its partition's stream
   time so far minus the history retention is dropped: the live store refused it too, and
   restore skips it) and, of records of one key at one time, the last offset wins (a put
-  at an existing version's time replaces it, a tombstone there too). What remains commutes:
+  at an existing version's time replaces it, a tombstone there too). The write applies a
+  time's tombstones before its puts, each in offset order, so only puts followed by a
+  tombstone of the same key and time are left out for that. What remains commutes:
   versions are placed by their times, whatever the order of the puts. A record older than
   the stream time of the store's earlier commits is dropped by the store's own put.
 """
@@ -37,8 +39,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from stores.columns.changelog import last_rows, no_headers, stream_times
-from stores.columns.key_sort import key_runs
+from stores.columns.changelog import no_headers, stream_times
+from stores.columns.key_sort import key_runs, run_lasts
 from stores.protocols import VersionedRecord
 from stores.records import ChangeLogContext, ChangelogRecord
 from stores.versioned.put import NOT_PUT
@@ -131,11 +133,24 @@ def store_columns(
     times = records.column("timestamp").to_numpy(zero_copy_only=False).astype(np.int64)
     grace = params["history_retention_ms"]
     kept = np.flatnonzero(times >= stream_times(times, groups) - grace)
-    candidates = records.take(pa.array(kept))
-    winners = last_rows(candidates.column("key"), suffix=[(times[kept], 8)])
-    source = kept[winners]
+    source = kept[~_overwritten_by_tombstones(records.take(pa.array(kept)), times[kept])]
     rows = records.take(pa.array(source)).select(["key", "value", "timestamp"])
     return rows, source, len(times) - len(kept)
+
+
+def _overwritten_by_tombstones(records: pa.Table, times: np.ndarray) -> np.ndarray:
+    """Which ``records`` (in offset order) are puts that a later tombstone of the same key
+    and time replaces: only the rows at a tombstone's time are grouped."""
+    tombstones = records.column("value").is_null().to_numpy(zero_copy_only=False)
+    gone = np.zeros(len(times), dtype=bool)
+    if not tombstones.any():
+        return gone
+    at = np.flatnonzero(np.isin(times, times[tombstones]))
+    order, first = key_runs(records.column("key").take(pa.array(at)), suffix=[(times[at], 8)])
+    run = np.cumsum(first) - 1
+    ends_in_tombstone = tombstones[at[order[run_lasts(first)]]]
+    gone[at[order]] = ends_in_tombstone[run] & ~tombstones[at[order]]
+    return gone
 
 
 __all__ = ["VersionedChangeLogging", "changelog_columns", "restore_batch", "store_columns"]

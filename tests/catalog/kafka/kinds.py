@@ -38,7 +38,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
             "timestamped": True,
             "headers": True,
         },
-    ),  # fmt: skip
+    ),
     "window_headers": (
         "window",
         {"retention_ms": 30, "window_size_ms": 5, "segment_interval_ms": 10, "headers": True},
@@ -51,7 +51,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
             "segment_interval_ms": 10,
             "retain_duplicates": True,
         },
-    ),  # fmt: skip
+    ),
     "session": ("session", {"retention_ms": 30, "segment_interval_ms": 10}),
     "session_headers": (
         "session",

@@ -312,3 +312,16 @@ def test_records_from_raw_refuses_a_negative_time() -> None:
     raw = pa.table({"key": [b"k"], "value": [b"v"], "timestamp": pa.array([-5], pa.int64())})
     with pytest.raises(InvalidOptionError, match=r"\[NEGATIVE_TIMESTAMP\].*partition 3.*b'k'"):
         records_from_raw(raw, spec, "t", 3)
+
+
+def test_versioned_tombstone_after_a_put_at_the_same_time_wins(catalog: Catalog) -> None:
+    """RocksDBVersionedStore.put at an existing version's time replaces it: offset order
+    decides, though a write applies a time's tombstones before its puts."""
+    table = _store(catalog, "versioned", history_retention_ms=1000)
+    records = _records([b"a", b"a", b"b", b"b"], [b"1", None, None, b"2"], [0, 1, 2, 3],
+                       stamps=[10, 10, 10, 10])  # fmt: skip
+    import_changelog(table, records)
+    assert table.to_arrow(versions="all").to_pylist() == [
+        {"key": "b", "value": "2", "valid_from": dt.datetime(1970, 1, 1, 0, 0, 0, 10000,
+                                                             tzinfo=dt.timezone.utc),
+         "valid_to": None}]  # fmt: skip
