@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from catalog import faults
 from catalog.commit import changelog_files
+from catalog.kafka import ImportResult, import_changelog, kafka_offsets, routes, write_state_dir
 from catalog.kinds import OPTION_NAMES, kind_of
 from catalog.log.backends import storage_for
 from catalog.log.commits import CommitLog
@@ -36,6 +37,7 @@ from stores.errors import (
     CommitConflictError,
     CorruptDataError,
     InvalidOptionError,
+    StoreAlreadyExistsError,
     StoreNotFoundError,
 )
 from stores.serdes import serde_for
@@ -439,6 +441,67 @@ class Catalog:
         storage.delete(name, recursive=True)
 
 
+    # -- Kafka Streams state directories (``catalog.kafka``) --------------------------------------
+
+    def read_kafka_state_dir(
+        self,
+        state_dir: str,
+        application_id: str,
+        store: str,
+        kind: str,
+        *,
+        key_type: TypeJson = "binary",
+        value_type: TypeJson = "binary",
+        **params: Any,
+    ) -> pa.Table:
+        """The latest state of store ``store`` of a stopped Kafka Streams application
+        (``<state_dir>/<application_id>``, nothing written there), typed; ``kind`` and
+        ``params`` as the application builds it, the types decode its serdes' bytes.
+
+        Raises:
+            InvalidOptionError: as ``catalog.kafka.read_state_dir`` (a running instance's
+                directory, another kind's or an unknown column family, another segment
+                interval), or a bad kind, type or parameter.
+            StoreNotFoundError: no such directory.
+        """
+        spec = self.new_spec(store, kind, key_type, value_type, partitioner="kafka", **params)
+        return routes.read_state_dir_table(os.path.join(state_dir, application_id), store, spec)
+
+    def import_kafka_state_dir(
+        self,
+        state_dir: str,
+        application_id: str,
+        store: str,
+        kind: str,
+        *,
+        name: str | None = None,
+        key_type: TypeJson = "binary",
+        value_type: TypeJson = "binary",
+        num_partitions: int | None = None,
+        **params: Any,
+    ) -> StoreTable:
+        """A new store (``name``, default ``store``) of ``read_kafka_state_dir``'s store, in
+        one commit that keeps the changelog offsets found (``.checkpoint``, or the ``offsets``
+        column family of 4.3+), from which ``import_kafka_changelog`` continues; Kafka's
+        partitioner, ``num_partitions`` at least the application's task partitions.
+
+        Raises:
+            InvalidOptionError: as ``read_kafka_state_dir``; nothing is created then.
+            StoreAlreadyExistsError: a store of that name exists.
+        """
+        app_dir = os.path.join(state_dir, application_id)
+        count = routes.state_dir_partition_count(app_dir, store, num_partitions)
+        spec = self.new_spec(
+            name or store, kind, key_type, value_type, count, partitioner="kafka", **params
+        )
+        if self.exists(spec.name):
+            raise StoreAlreadyExistsError(
+                f"store {spec.name!r} exists under {self.root}; import under another name "
+                "(name=...)"
+            )
+        routes.import_state_dir(StoreTable(self, spec), app_dir, store)
+        return self.load(spec.name)
+
 class StoreTable(Table):
     """One store as users see it: a ``Table`` (spec, log, writes, reads) whose ``commit`` is
     followed by the compaction its catalog asks for (``compact_after_files``)."""
@@ -470,3 +533,68 @@ class StoreTable(Table):
         if record is not None and self.catalog.compact_after_files:
             compaction.maybe_compact(self, self.catalog.compact_after_files)
         return record
+
+    # -- Kafka Streams (``catalog.kafka``) -------------------------------------------------------
+
+    def export_kafka_changelog(
+        self, application_id: str, *, store: str | None = None, snapshot: int | None = None
+    ) -> pa.Table:
+        """The store (at ``snapshot``, default its latest commit) as the changelog records a
+        Kafka Streams application restores it from (``catalog.kafka.RECORD_SCHEMA``) in
+        ``<application_id>-<store>-changelog`` (``store``: the application's name of the
+        store, default this one's), partition by partition, each in restore order. Produce
+        them keeping ``partition`` and ``timestamp``.
+
+        Raises:
+            InvalidOptionError: a store not partitioned as the application
+                (``partitioner=kafka``), a record with a negative time.
+        """
+        return routes.export_changelog(self, application_id, store, snapshot)
+
+    def import_kafka_changelog(self, records: pa.Table, *, overwrite: bool = False) -> ImportResult:
+        """Apply Kafka changelog records (Spark's Kafka source shape: ``key``, ``value``,
+        ``topic``, ``partition``, ``offset``, ``timestamp``, ``headers``) with Kafka's
+        restore semantics, in one commit that keeps the last offset of each partition
+        (``catalog.kafka.import_changelog``).
+
+        Raises:
+            InvalidOptionError, SerdeError: bad records; nothing is written.
+        """
+        return import_changelog(self, records, overwrite=overwrite)
+
+    def kafka_offsets(self) -> dict[tuple[str, int], int]:
+        """The offset of the last Kafka changelog record applied per (topic, partition)."""
+        return kafka_offsets(self)
+
+    def kafka_starting_offsets(self) -> str:
+        """Spark's Kafka ``startingOffsets`` after the records applied (JSON, or "earliest")."""
+        return routes.starting_offsets(self.kafka_offsets())
+
+    def export_kafka_state_dir(
+        self,
+        state_dir: str,
+        application_id: str,
+        *,
+        kafka_version: str,
+        offsets: dict[int, int],
+        store: str | None = None,
+        subtopology: int = 0,
+        snapshot: int | None = None,
+    ) -> list[str]:
+        """Write the store as store ``store`` (default: this one's name) of a stopped Kafka
+        Streams application (``<state_dir>/<application_id>``): task directories that its
+        instance of ``kafka_version`` opens as its own, restoring nothing. ``offsets``:
+        partition -> the changelog offset of the last record the partition's state reflects
+        (produce ``export_kafka_changelog`` first). See ``catalog.kafka.write_state_dir``.
+
+        Returns:
+            The task directories written.
+
+        Raises:
+            InvalidOptionError: as ``catalog.kafka.write_state_dir``; nothing is written.
+        """
+        return write_state_dir(
+            self, os.path.join(state_dir, application_id), store_name=store or self.spec.name,
+            kafka_version=kafka_version, subtopology=subtopology, offsets=offsets,
+            snapshot=snapshot,
+        )  # fmt: skip

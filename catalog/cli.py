@@ -8,6 +8,19 @@
     state-store [--root URL] drop STORE --yes
     state-store [--root URL] vacuum [STORE ...] [--older-than "7 days"] [--dry-run]
                                     [--retain-history "30 days"]
+    state-store [--root URL] kafka-import STATE_DIR --application-id APP --store S --kind K
+                                    [--option NAME=VALUE ...] [--key-type T] [--value-type T]
+                                    [--as NAME]
+    state-store [--root URL] kafka-export STORE STATE_DIR --application-id APP
+                                    --kafka-version V --offset P=OFFSET ... [--subtopology N]
+                                    [--kafka-store S]
+    state-store [--root URL] kafka-offsets STORE
+
+``kafka-import`` makes a store of a stopped Kafka Streams application's state directory
+(``<STATE_DIR>/<APP>/``; the store's kind and its parameters as the application builds it, by
+their option names: ``--option retention="1 day"``); ``kafka-export`` writes a store as the
+application's task directories, with the changelog offset of each partition; ``kafka-offsets``
+shows the changelog offsets a store holds (and Spark's ``startingOffsets`` to continue).
 
 Every command takes ``--json`` for machine-readable output. Exit codes: 0 done, 1 the command
 failed (the message carries the error's code), 2 bad usage. ``compact`` and ``vacuum`` show a
@@ -81,7 +94,99 @@ def _parser() -> argparse.ArgumentParser:
         help="also drop what only commits older than this need (after a compaction); "
         "older commits can no longer be read (versionAsOf, change feed)",
     )
+    _kafka_commands(commands)
     return parser
+
+
+def _kafka_commands(commands: Any) -> None:
+    kafka_in = commands.add_parser(
+        "kafka-import", help="a store made of a stopped Kafka Streams application's state dir"
+    )
+    kafka_in.add_argument("state_dir", help="the application's state.dir")
+    kafka_in.add_argument("--application-id", required=True, help="its application.id")
+    kafka_in.add_argument("--store", required=True, help="the store's name in its topology")
+    kafka_in.add_argument("--kind", required=True, help="keyvalue, timestamped, versioned, ...")
+    kafka_in.add_argument(
+        "--option", action="append", default=[], metavar="NAME=VALUE",
+        help="a parameter of the kind, by its option name (retention, windowSize, ...)",
+    )  # fmt: skip
+    kafka_in.add_argument("--key-type", default="binary", help="the key's type (default binary)")
+    kafka_in.add_argument("--value-type", default="binary", help="the value's type")
+    kafka_in.add_argument("--as", dest="name", help="the new store's name (default: --store)")
+    kafka_out = commands.add_parser(
+        "kafka-export", help="a store written as a Kafka Streams application's task dirs"
+    )
+    kafka_out.add_argument("store")
+    kafka_out.add_argument("state_dir", help="the application's state.dir")
+    kafka_out.add_argument("--application-id", required=True, help="its application.id")
+    kafka_out.add_argument("--kafka-version", required=True, help="its Kafka Streams version")
+    kafka_out.add_argument(
+        "--offset", action="append", default=[], metavar="PARTITION=OFFSET",
+        help="the changelog offset of the last record the partition's state reflects",
+    )  # fmt: skip
+    kafka_out.add_argument("--subtopology", type=int, default=0, help="its topic group id")
+    kafka_out.add_argument("--kafka-store", help="its name of the store (default: STORE)")
+    commands.add_parser(
+        "kafka-offsets", help="the Kafka changelog offsets a store holds"
+    ).add_argument("store")
+
+
+def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InvalidOptionError(f"{flag} {item!r} is not NAME=VALUE")
+        out.append((name.strip(), value.strip()))
+    return out
+
+
+def kafka_import(catalog: Catalog, args: argparse.Namespace) -> dict[str, Any]:
+    """``kafka-import``: the new store's name, rows and the offsets it holds."""
+    from catalog.kinds import all_params
+
+    by_option = {p.option.lower(): p for p in all_params()}
+    params: dict[str, Any] = {}
+    for name, value in _pairs(args.option, "--option"):
+        param = by_option.get(name.lower())
+        if param is None:
+            accepted = ", ".join(sorted(p.option for p in all_params()))
+            raise InvalidOptionError(f"--option {name!r} is no store parameter; accepted: {accepted}")
+        if param.type == "duration":
+            params[param.key] = parse_duration_ms(value, param.option)
+        elif value.lower() in ("true", "false"):
+            params[param.key] = value.lower() == "true"
+        else:
+            raise InvalidOptionError(f"--option {name}={value!r}: accepted: true or false")
+    table = catalog.import_kafka_state_dir(
+        args.state_dir, args.application_id, args.store, args.kind, name=args.name,
+        key_type=args.key_type, value_type=args.value_type, **params,
+    )  # fmt: skip
+    return {"store": table.spec.name, **kafka_offsets(table)}
+
+
+def kafka_export(catalog: Catalog, args: argparse.Namespace) -> dict[str, Any]:
+    """``kafka-export``: the task directories written."""
+    offsets = {}
+    for partition, offset in _pairs(args.offset, "--offset"):
+        if not partition.isdigit() or not offset.lstrip("-").isdigit():
+            raise InvalidOptionError(f"--offset {partition}={offset}: accepted: PARTITION=OFFSET")
+        offsets[int(partition)] = int(offset)
+    written = catalog.load(args.store).export_kafka_state_dir(
+        args.state_dir, args.application_id, kafka_version=args.kafka_version,
+        offsets=offsets, subtopology=args.subtopology, store=args.kafka_store,
+    )  # fmt: skip
+    return {"store": args.store, "task_dirs": written}
+
+
+def kafka_offsets(table: Any) -> dict[str, Any]:
+    """A store's changelog offsets (``topic-partition``: offset) and the ``startingOffsets`` a
+    Spark Kafka read continues from."""
+    held = table.kafka_offsets()
+    return {
+        "offsets": {f"{topic}-{partition}": offset for (topic, partition), offset in held.items()},
+        "startingOffsets": table.kafka_starting_offsets(),
+    }
 
 
 def history(catalog: Catalog, store: str) -> list[dict[str, Any]]:
@@ -260,6 +365,12 @@ def _run(args: argparse.Namespace) -> Any:
         return {"store": args.store, "dropped": True}
     if args.command == "compact":
         return _compact(catalog, args)
+    if args.command == "kafka-import":
+        return kafka_import(catalog, args)
+    if args.command == "kafka-export":
+        return kafka_export(catalog, args)
+    if args.command == "kafka-offsets":
+        return {"store": args.store, **kafka_offsets(catalog.load(args.store))}
     return _vacuum(catalog, args)
 
 

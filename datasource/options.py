@@ -32,6 +32,20 @@ CREATION_OPTIONS = ("kind", "numPartitions", "partitioner", *PARAM_OF_OPTION)
 READ_PARAMS: dict[str, ReadParam] = {p.option: p for p in all_read_params()}
 #: Options that pick the commit a read sees (any kind's store).
 COMMIT_OPTIONS = ("versionAsOf", "timestampAsOf")
+#: Options of the Kafka Streams routes (``datasource.kafka``): a store read as its changelog
+#: records, changelog records written into a store, an application's state directory read.
+KAFKA_OPTIONS = (
+    "readAs",
+    "writeFrom",
+    "applicationId",
+    "kafkaStore",
+    "kafkaPartitions",
+    "kafkaStateDir",
+    "keyType",
+    "valueType",
+)
+#: The value of ``readAs`` and ``writeFrom``: Kafka's changelog records.
+KAFKA_CHANGELOG = "kafkaChangelog"
 #: Every option the connector accepts, in its documented spelling.
 OPTIONS = (
     "store",
@@ -54,6 +68,7 @@ OPTIONS = (
     "maxRowsPerTrigger",
     "maxCommitsPerTrigger",
     "list",
+    *KAFKA_OPTIONS,
 )
 _BY_LOWER = {name.lower(): name for name in OPTIONS}
 #: Properties of a catalog table (Spark's reserved table properties), which Spark hands a Python
@@ -101,6 +116,19 @@ class StoreOptions:
     txn_version: int | None = None
     single_writer: bool = False
     overwrite_schema: bool = False
+    #: ``readAs`` / ``writeFrom``: "kafkaChangelog" (the store as, or from, Kafka's records).
+    read_as: str | None = None
+    write_from: str | None = None
+    #: The Kafka Streams application's ``application.id``, its name of the store (default: the
+    #: store's), its partition count, and its ``state.dir``.
+    application_id: str | None = None
+    kafka_store: str | None = None
+    kafka_partitions: int | None = None
+    kafka_state_dir: str | None = None
+    #: Spark DDL types of a store's key and value where no DataFrame gives them (a changelog
+    #: import, a state directory read); None: binary.
+    key_type: str | None = None
+    value_type: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool = False) -> StoreOptions:
@@ -166,6 +194,14 @@ class StoreOptions:
             txn_version=_whole(given, "txnVersion"),
             single_writer=bool(_boolean(given, "singleWriter")),
             overwrite_schema=bool(_boolean(given, "overwriteSchema")),
+            read_as=_kafka_changelog(given, "readAs"),
+            write_from=_kafka_changelog(given, "writeFrom"),
+            application_id=_text(given, "applicationId"),
+            kafka_store=check_store_name(given["kafkaStore"]) if "kafkaStore" in given else None,
+            kafka_partitions=_positive_int(given, "kafkaPartitions"),
+            kafka_state_dir=_text(given, "kafkaStateDir"),
+            key_type=_text(given, "keyType"),
+            value_type=_text(given, "valueType"),
         )
 
     def creation_params(self) -> dict[str, int | bool | str | None]:
@@ -266,6 +302,26 @@ def _reads(given: dict[str, str]) -> dict[str, int | str]:
         reads[option] = value
     check_reads(reads)
     return reads
+
+
+def _kafka_changelog(given: dict[str, str], name: str) -> str | None:
+    if name not in given:
+        return None
+    if given[name].strip().lower() != KAFKA_CHANGELOG.lower():
+        raise InvalidOptionError(
+            f"option {name!r} is {given[name]!r}; accepted: {KAFKA_CHANGELOG!r} (Kafka "
+            "Streams' changelog records of the store)"
+        )
+    return KAFKA_CHANGELOG
+
+
+def _text(given: dict[str, str], name: str) -> str | None:
+    if name not in given:
+        return None
+    text = given[name].strip()
+    if not text:
+        raise InvalidOptionError(f"option {name!r} is empty; accepted: a non-empty string")
+    return text
 
 
 def _list_what(given: dict[str, str]) -> str | None:

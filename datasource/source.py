@@ -50,6 +50,15 @@ class DefaultSource(DataSource):
         from datasource.spark_types import spark_schema
 
         options = self._options()
+        if options.read_as is not None:
+            from datasource.kafka import CHANGELOG_SPARK_SCHEMA
+
+            return CHANGELOG_SPARK_SCHEMA
+        if options.kafka_state_dir is not None:
+            from catalog.catalog import Catalog, StoreTable
+            from datasource.kafka import state_dir_spec
+
+            return spark_schema(StoreTable(Catalog(options.root), state_dir_spec(options)[1]))
         if options.list_what is not None:
             from datasource.history import STORES_SPARK_SCHEMA
 
@@ -76,6 +85,14 @@ class DefaultSource(DataSource):
         from datasource.reader import PushdownStateStoreReader, StateStoreReader
 
         options = self._options()
+        if options.read_as is not None:
+            from datasource.kafka import KafkaChangelogReader
+
+            return KafkaChangelogReader.plan(options)
+        if options.kafka_state_dir is not None:
+            from datasource.kafka import KafkaStateDirReader
+
+            return KafkaStateDirReader.plan(options)
         if options.list_what is not None:
             from datasource.history import StoresReader
 
@@ -97,7 +114,12 @@ class DefaultSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from datasource.writer import StateStoreWriter
 
-        return StateStoreWriter.plan(self._options(), schema, overwrite)
+        options = self._options()
+        if options.write_from is not None:
+            from datasource.kafka import KafkaChangelogWriter
+
+            return KafkaChangelogWriter.plan(options, schema, overwrite)
+        return StateStoreWriter.plan(options, schema, overwrite)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from datasource.stream_reader import ChangeFeedStreamReader

@@ -3,6 +3,7 @@ and as a Kafka Streams state directory and back (``state_dir``, ``task_dirs``).
 
 Modules, each importing only those listed below it::
 
+    routes       the four routes whole-store, for the facade (``Catalog``, ``StoreTable``)
     changelog    a store as Kafka's changelog records (export), records into a store (import)
     state_dir    a store as an application's task directories, and read back
     task_dirs    the directory layout: task and segment dirs, column families, checkpoints
@@ -18,6 +19,7 @@ from catalog.kafka.changelog import (
     records_from_raw,
 )
 from catalog.kafka.records import RECORD_SCHEMA, changelog_topic
+from catalog.kafka.routes import export_changelog
 from catalog.kafka.state_dir import (
     TaskState,
     read_state_dir,
@@ -31,6 +33,7 @@ __all__ = [
     "TaskState",
     "changelog_topic",
     "check_exportable",
+    "export_changelog",
     "export_partition",
     "import_changelog",
     "kafka_offsets",

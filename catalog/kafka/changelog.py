@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +83,9 @@ KIND_CHANGELOGS: dict[str, KindChangelog] = {
 
 #: The columns an import needs (Spark's Kafka source has them all); ``headers`` is optional.
 IMPORT_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
+#: The import columns of no records.
+_EMPTY = (("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
+          ("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64()))  # fmt: skip
 
 
 def kind_changelog(spec: StoreSpec) -> KindChangelog:
@@ -422,7 +425,14 @@ def _decode(
         ) from exc
 
 
-def import_changelog(table: Table, records: pa.Table, *, overwrite: bool = False) -> ImportResult:
+def import_changelog(
+    table: Table,
+    records: pa.Table | None,
+    *,
+    overwrite: bool = False,
+    creates: bool = False,
+    offsets: Mapping[tuple[str, int], int] | None = None,
+) -> ImportResult:
     """Apply Kafka changelog records to ``table`` as Kafka's restore of its kind would, as
     one commit (see the module doc).
 
@@ -432,6 +442,11 @@ def import_changelog(table: Table, records: pa.Table, *, overwrite: bool = False
             ``headers`` (``list<struct<key, value>>``) optional; other columns ignored.
         overwrite: replace the store's contents and offsets (no record is skipped as
             applied).
+        creates: ``table`` is not created yet: the import creates it, in the same commit
+            (``Table.commit(creates=True)``); None ``records``: an empty store.
+        offsets: the offsets the store keeps after the import, instead of the records' own
+            (a state directory's records are numbered in restore order; its offsets are the
+            checkpoint's).
 
     Returns:
         What was applied, skipped and dropped, the commit, the offsets held now.
@@ -449,8 +464,10 @@ def import_changelog(table: Table, records: pa.Table, *, overwrite: bool = False
     """
     spec = table.spec
     kind = kind_changelog(spec)
+    if records is None:
+        records = pa.table({c: pa.array([], t) for c, t in _EMPTY})
     checked = _checked(records)
-    base_id = table.log.latest_id()
+    base_id = 0 if creates else table.log.latest_id()
     held = {} if overwrite or not base_id else kafka_offsets(table)
     new = np.zeros(checked.data.num_rows, dtype=bool)
     applied: dict[str, int] = {}
@@ -463,7 +480,9 @@ def import_changelog(table: Table, records: pa.Table, *, overwrite: bool = False
             new[first:end] = True
             applied[offsets_key(topic, partition)] = int(checked.offsets[end - 1])
     already = int(checked.data.num_rows - new.sum())
-    if not applied and not overwrite:
+    if offsets is not None:
+        applied = {offsets_key(t, p): o for (t, p), o in offsets.items()}
+    if not applied and not overwrite and not creates:
         return ImportResult(None, records.num_rows, 0, 0, already, held)
     keyed = new & checked.data.column("key").is_valid().to_numpy(zero_copy_only=False)
     null_keys = int(new.sum() - keyed.sum())
@@ -496,7 +515,7 @@ def import_changelog(table: Table, records: pa.Table, *, overwrite: bool = False
     )
     try:
         record = table.commit(files, overwrite=overwrite, write_id=write_id,
-                              kafka_offsets=update)  # fmt: skip
+                              kafka_offsets=update, creates=creates)  # fmt: skip
     except BaseException:
         table.abort_write(write_id, files, base_id)
         raise

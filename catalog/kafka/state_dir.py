@@ -164,8 +164,9 @@ def read_state_dir(
                 for tp, offset in read_checkpoint(os.path.join(task, CHECKPOINT)).items()
                 if tp[0] == topic and offset >= 0
             }
-            # Kafka 4.3 looks in the store's own family first, then in the legacy checkpoint.
-            offsets = {**checkpoint, **store_offsets}
+            # Kafka 4.3 looks in the store's own family first, then in the legacy checkpoint;
+            # an unknown offset (OffsetCheckpoint.OFFSET_UNKNOWN, -4: nothing logged) is none.
+            offsets = {tp: o for tp, o in {**checkpoint, **store_offsets}.items() if o >= 0}
             raw = _raw_scan(kind, spec.params, runs, scan)
             states[partition] = TaskState(partition, raw, offsets)
             where[partition] = task
