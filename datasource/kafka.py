@@ -29,7 +29,7 @@ from pyspark.sql.types import StructType
 from catalog.catalog import Catalog, StoreTable
 from catalog.kafka import check_exportable, export_partition, import_changelog, read_state_dir
 from catalog.kafka.routes import state_dir_partition_count
-from catalog.kinds import Scan
+from catalog.kinds import Scan, kind_of
 from catalog.log.paths import CHANGELOG_DIR, TASKS_DIR
 from catalog.log.spec import StoreSpec
 from datasource.errors import surface_errors
@@ -46,11 +46,11 @@ CHANGELOG_SPARK_SCHEMA = StructType.fromJson(
     {
         "type": "struct",
         "fields": [
-            {"name": "topic", "type": "string", "nullable": False, "metadata": {}},
-            {"name": "partition", "type": "integer", "nullable": False, "metadata": {}},
+            {"name": "topic", "type": "string", "nullable": True, "metadata": {}},
+            {"name": "partition", "type": "integer", "nullable": True, "metadata": {}},
             {"name": "key", "type": "binary", "nullable": True, "metadata": {}},
             {"name": "value", "type": "binary", "nullable": True, "metadata": {}},
-            {"name": "timestamp", "type": "timestamp", "nullable": False, "metadata": {}},
+            {"name": "timestamp", "type": "timestamp", "nullable": True, "metadata": {}},
             {
                 "name": "headers",
                 "type": {
@@ -115,15 +115,27 @@ def type_option(options: StoreOptions, column: str) -> TypeJson:
     return type_json
 
 
+#: The Arrow schema of ``CHANGELOG_SPARK_SCHEMA`` as Spark checks a reader's batches.
+_SPARK_ARROW = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("timestamp", _SPARK_TIME),
+        ("headers", pa.list_(pa.field("element", HEADERS_TYPE.value_type))),
+    ]
+)
+
+
 def to_spark_records(batch: pa.RecordBatch) -> pa.RecordBatch:
     """Library changelog records (epoch-ms ``timestamp``) as Spark's Kafka columns."""
     millis = batch.column("timestamp")
     micros = pc.multiply(millis.cast(pa.int64()), 1000).cast(_SPARK_TIME)
-    columns = [micros if name == "timestamp" else batch.column(name) for name in batch.schema.names]
-    fields = [
-        pa.field("timestamp", _SPARK_TIME) if f.name == "timestamp" else f for f in batch.schema
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
+    columns = [micros if name == "timestamp" else batch.column(name) for name in _SPARK_ARROW.names]
+    return pa.RecordBatch.from_arrays(
+        [c.cast(f.type) for c, f in zip(columns, _SPARK_ARROW, strict=True)], schema=_SPARK_ARROW
+    )
 
 
 # -- readAs = kafkaChangelog --------------------------------------------------------------------
@@ -236,8 +248,8 @@ class KafkaStateDirReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from catalog.scans import arrow_schema, decoder
 
-        table = StoreTable(Catalog(None), self.spec)
-        typed = decoder(self.spec, arrow_schema(self.spec, table.layout))
+        layout = kind_of(self.spec.kind).layout(self.spec.params)
+        typed = decoder(self.spec, arrow_schema(self.spec, layout))
         for task in read_state_dir(
             self.app_dir, self.spec.name, self.spec, partitions=[partition.value], scan=self.scan
         ):

@@ -131,6 +131,16 @@ class DefaultSource(DataSource):
         from datasource.stream_writer import StateStoreStreamWriter
 
         options = StoreOptions.parse(self.options, streaming=True)
+        if options.write_from is not None or options.read_as is not None:
+            from stores.errors import InvalidOptionError
+
+            raise InvalidOptionError(
+                "options 'writeFrom' and 'readAs' apply to batch reads and writes; stream "
+                "changelog records into a store with foreachBatch(lambda df, _: df.write"
+                ".format('state_store').option('writeFrom', 'kafkaChangelog')...save()): the "
+                "store keeps each partition's last offset, so a replayed micro-batch changes "
+                "nothing"
+            )
         return StateStoreStreamWriter.plan(options, schema, overwrite)
 
     def __repr__(self) -> str:

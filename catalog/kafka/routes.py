@@ -13,7 +13,7 @@ import pyarrow as pa
 from catalog.kafka.changelog import ImportResult, export_partition, import_changelog
 from catalog.kafka.records import RECORD_SCHEMA, changelog_topic
 from catalog.kafka.state_dir import read_state_dir, state_dir_partitions
-from catalog.kinds import Scan
+from catalog.kinds import Scan, kind_of
 from catalog.log.spec import StoreSpec
 from catalog.scans import arrow_schema, decoder
 from catalog.table import Table
@@ -56,8 +56,7 @@ def read_state_dir_table(app_dir: str, store: str, spec: StoreSpec) -> pa.Table:
     Raises:
         InvalidOptionError, CorruptDataError, StoreNotFoundError: as ``read_state_dir``.
     """
-    table = Table(None, spec)  # type: ignore[arg-type]  # a spec's layout, no warehouse
-    schema = arrow_schema(spec, table.layout)
+    schema = arrow_schema(spec, kind_of(spec.kind).layout(spec.params))
     typed = decoder(spec, schema)
     batches = [
         typed(batch)
