@@ -11,7 +11,16 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.mark.parametrize("script", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)
+#: Examples that need servers run beside them: ``kafka_streams.py`` in tests/kafka/test_example.py
+#: (the test broker, and a real application started on what it writes).
+WITH_SERVERS = ("kafka_streams.py",)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [p for p in sorted(EXAMPLES.glob("*.py")) if p.name not in WITH_SERVERS],
+    ids=lambda p: p.name,
+)
 def test_example_runs(script: Path, tmp_path: Path, spark_env: dict[str, str]) -> None:
     env = {**spark_env, "STATE_STORE_ROOT": str(tmp_path / "warehouse")}
     result = subprocess.run(
