@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Iterator, Sequence
@@ -347,22 +348,18 @@ class KafkaChangelogWriter(DataSourceArrowWriter):
         name = f"{self.write_id}-records-{uuid.uuid4().hex}.arrow"
         parts = (self.spec.name, CHANGELOG_DIR, TASKS_DIR, name)
         rows = 0
-        writer = None
-        sink = pa.BufferOutputStream()
-        for batch in iterator:
-            kept = [n for n in self._COLUMNS if n in batch.schema.names]
-            batch = batch.select(kept)
-            if "timestamp" in kept and pa.types.is_timestamp(batch.schema.field("timestamp").type):
-                millis = pc.divide(batch.column("timestamp").cast(pa.int64()), 1000)
-                batch = batch.set_column(kept.index("timestamp"), "timestamp", millis)
-            if writer is None:
-                writer = pa.ipc.new_file(sink, batch.schema)
-            writer.write_batch(batch)
-            rows += batch.num_rows
-        if writer is None:
+        with contextlib.ExitStack() as stack:
+            writer = None
+            for batch in iterator:
+                batch = _import_columns(batch)
+                if writer is None:  # streamed to the file: no copy of the task's rows
+                    out = stack.enter_context(storage.open_output(*parts))
+                    writer = stack.enter_context(pa.ipc.new_file(out, batch.schema))
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        if not rows:
+            storage.delete(*parts)  # (only empty batches came, or none)
             return StagedRecords(None, 0)
-        writer.close()
-        storage.write_bytes(sink.getvalue().to_pybytes(), *parts)
         return StagedRecords("/".join(parts[1:]), rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -370,10 +367,10 @@ class KafkaChangelogWriter(DataSourceArrowWriter):
         storage = catalog.storage
         staged = [m for m in messages if isinstance(m, StagedRecords) and m.path]
         try:
-            tables = [
-                pa.ipc.open_file(pa.py_buffer(storage.read_bytes(self.spec.name, m.path or ""))).read_all()
-                for m in staged
-            ]
+            tables = []
+            for message in staged:
+                with storage.open_input(self.spec.name, message.path or "") as source:
+                    tables.append(pa.ipc.open_file(source).read_all())
             records = _concat(tables)
             if self.creates and not catalog.exists(self.spec.name):
                 import_changelog(StoreTable(catalog, self.spec), records, creates=True)
@@ -392,6 +389,16 @@ class KafkaChangelogWriter(DataSourceArrowWriter):
                 storage.delete(self.spec.name, message.path or "")
             except FileNotFoundError:
                 pass
+
+
+def _import_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The columns an import reads, the record time as epoch ms."""
+    kept = [n for n in KafkaChangelogWriter._COLUMNS if n in batch.schema.names]
+    batch = batch.select(kept)
+    if "timestamp" in kept and pa.types.is_timestamp(batch.schema.field("timestamp").type):
+        millis = pc.divide(batch.column("timestamp").cast(pa.int64()), 1000)
+        batch = batch.set_column(kept.index("timestamp"), "timestamp", millis)
+    return batch
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

@@ -99,7 +99,14 @@ def test_every_python_block_of_the_readme_runs(
             query.stop()
 
     catalog = Catalog(root)
-    assert sorted(catalog.list()) == ["clicks", "rates", "s"]
+    assert sorted(catalog.list()) == [
+        "clicks", "counts", "counts_copy", "counts_mirror", "rates", "s"
+    ]  # fmt: skip
+    assert sorted(r["key"] for r in catalog.load("counts_copy").to_arrow().to_pylist()) == [
+        "alice", "bob", "carol"
+    ]  # fmt: skip
+    mirror = {r["key"]: r["value"] for r in catalog.load("counts_mirror").to_arrow().to_pylist()}
+    assert mirror == {"alice": 3, "bob": 5, "carol": 1}
     priced = sorted(tuple(r)[:4] for r in namespace["priced"].collect())
     naive = at(10, 30).replace(tzinfo=None), at(9).replace(tzinfo=None)  # collect()'s, in UTC
     assert priced == [("o1", "EUR", naive[0], 1.0735), ("o2", "JPY", naive[1], None)]

@@ -123,6 +123,8 @@ def test_write_from_changelog_records(spark: Any, tmp_path: Path) -> None:
             keyType="bigint",
         ).mode("append").save()  # fmt: skip
     assert not catalog.exists("fresh")  # a failed first import leaves no store
+    # The records the tasks kept for the driver are gone, committed or failed.
+    assert [p for p in (tmp_path / "w").rglob("*-records-*")] == []
 
 
 def test_state_dir_as_a_table(spark: Any, tmp_path: Path) -> None:
