@@ -70,8 +70,9 @@ def spark_figures(rows: int, repeat: int, work: Path) -> None:
             "cast(lpad(hex(id), 16, '0') AS binary) AS key",
             "cast(concat(repeat('v', 84), lpad(cast(id AS string), 16, '0')) AS binary) AS value",
             "'bench-store-changelog' AS topic",
-            f"cast(pmod(id, {PARTITIONS}) AS int) AS partition",
-            f"cast(div(id, {PARTITIONS}) AS bigint) AS offset",
+            # As Spark's Kafka source reads a topic: each partition's records in offset order.
+            f"cast(div(id, {-(-rows // PARTITIONS)}) AS int) AS partition",
+            f"cast(pmod(id, {-(-rows // PARTITIONS)}) AS bigint) AS offset",
             f"timestamp_millis({BASE_MS} + id) AS timestamp",
         ).cache()
         records.count()
