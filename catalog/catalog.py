@@ -21,6 +21,7 @@ import pyarrow as pa
 from catalog import faults
 from catalog.commit import changelog_files
 from catalog.kafka import ImportResult, import_changelog, kafka_offsets, routes, write_state_dir
+from catalog.kafka.task_dirs import app_dir_of  # the application id checked: never a path
 from catalog.kinds import OPTION_NAMES, kind_of
 from catalog.log.backends import storage_for
 from catalog.log.commits import CommitLog
@@ -465,7 +466,7 @@ class Catalog:
             StoreNotFoundError: no such directory.
         """
         spec = self.new_spec(store, kind, key_type, value_type, partitioner="kafka", **params)
-        return routes.read_state_dir_table(os.path.join(state_dir, application_id), store, spec)
+        return routes.read_state_dir_table(app_dir_of(state_dir, application_id), store, spec)
 
     def import_kafka_state_dir(
         self,
@@ -489,7 +490,7 @@ class Catalog:
             InvalidOptionError: as ``read_kafka_state_dir``; nothing is created then.
             StoreAlreadyExistsError: a store of that name exists.
         """
-        app_dir = os.path.join(state_dir, application_id)
+        app_dir = app_dir_of(state_dir, application_id)
         count = routes.state_dir_partition_count(app_dir, store, num_partitions)
         spec = self.new_spec(
             name or store, kind, key_type, value_type, count, partitioner="kafka", **params
@@ -539,11 +540,10 @@ class StoreTable(Table):
     def export_kafka_changelog(
         self, application_id: str, *, store: str | None = None, snapshot: int | None = None
     ) -> pa.Table:
-        """The store (at ``snapshot``, default its latest commit) as the changelog records a
-        Kafka Streams application restores it from (``catalog.kafka.RECORD_SCHEMA``) in
-        ``<application_id>-<store>-changelog`` (``store``: the application's name of the
-        store, default this one's), partition by partition, each in restore order. Produce
-        them keeping ``partition`` and ``timestamp``.
+        """The store (at ``snapshot``, default the latest commit) as the changelog records of
+        ``<application_id>-<store>-changelog`` (``store`` default: this one's name) a Kafka
+        Streams application restores it from, each partition in restore order
+        (``catalog.kafka.RECORD_SCHEMA``; produce them keeping partition and timestamp).
 
         Raises:
             InvalidOptionError: a store not partitioned as the application
@@ -568,7 +568,7 @@ class StoreTable(Table):
 
     def kafka_starting_offsets(self) -> str:
         """Spark's Kafka ``startingOffsets`` after the records applied (JSON, or "earliest")."""
-        return routes.starting_offsets(self.kafka_offsets())
+        return routes.starting_offsets(kafka_offsets(self))
 
     def export_kafka_state_dir(
         self,
@@ -594,7 +594,7 @@ class StoreTable(Table):
             InvalidOptionError: as ``catalog.kafka.write_state_dir``; nothing is written.
         """
         return write_state_dir(
-            self, os.path.join(state_dir, application_id), store_name=store or self.spec.name,
+            self, app_dir_of(state_dir, application_id), store_name=store or self.spec.name,
             kafka_version=kafka_version, subtopology=subtopology, offsets=offsets,
             snapshot=snapshot,
         )  # fmt: skip

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -169,8 +170,10 @@ def kafka_export(catalog: Catalog, args: argparse.Namespace) -> dict[str, Any]:
     """``kafka-export``: the task directories written."""
     offsets = {}
     for partition, offset in _pairs(args.offset, "--offset"):
-        if not partition.isdigit() or not offset.lstrip("-").isdigit():
-            raise InvalidOptionError(f"--offset {partition}={offset}: accepted: PARTITION=OFFSET")
+        if not re.fullmatch(r"[0-9]+", partition) or not re.fullmatch(r"[0-9]+", offset):
+            raise InvalidOptionError(
+                f"--offset {partition}={offset}: accepted: PARTITION=OFFSET, whole numbers"
+            )
         offsets[int(partition)] = int(offset)
     written = catalog.load(args.store).export_kafka_state_dir(
         args.state_dir, args.application_id, kafka_version=args.kafka_version,

@@ -30,6 +30,7 @@ from pyspark.sql.types import StructType
 from catalog.catalog import Catalog, StoreTable
 from catalog.kafka import check_exportable, export_partition, import_changelog, read_state_dir
 from catalog.kafka.routes import state_dir_partition_count
+from catalog.kafka.task_dirs import app_dir_of
 from catalog.kinds import Scan, kind_of
 from catalog.log.paths import CHANGELOG_DIR, TASKS_DIR
 from catalog.log.spec import StoreSpec
@@ -37,7 +38,7 @@ from datasource.errors import surface_errors
 from datasource.options import StoreOptions
 from datasource.reader import StorePartition, check_creation_options, load_table, pinned_table
 from stores.columns.headers import HEADERS_TYPE
-from stores.errors import InvalidOptionError, StoreNotFoundError
+from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
 from stores.serdes import serde_for
 from stores.types import TypeJson
 
@@ -205,8 +206,6 @@ def state_dir_spec(options: StoreOptions) -> tuple[str, StoreSpec]:
     Raises:
         InvalidOptionError: no ``applicationId`` or ``kind``; a bad parameter or type.
     """
-    import os
-
     if options.application_id is None or options.kind is None:
         missing = "applicationId" if options.application_id is None else "kind"
         raise InvalidOptionError(
@@ -216,7 +215,7 @@ def state_dir_spec(options: StoreOptions) -> tuple[str, StoreSpec]:
             "configures them",
             code="MISSING_OPTION",
         )
-    app_dir = os.path.join(options.kafka_state_dir or "", options.application_id)
+    app_dir = app_dir_of(options.kafka_state_dir or "", options.application_id)
     params = {k: v for k, v in options.creation_params().items() if v is not None}
     catalog = Catalog(options.root)
     spec = catalog.new_spec(
@@ -375,7 +374,13 @@ class KafkaChangelogWriter(DataSourceArrowWriter):
             if self.creates and not catalog.exists(self.spec.name):
                 import_changelog(StoreTable(catalog, self.spec), records, creates=True)
             else:
-                import_changelog(catalog.load(self.spec.name), records, overwrite=self.overwrite)
+                table = catalog.load(self.spec.name)
+                if table.spec.store_id != self.spec.store_id and not self.creates:
+                    raise CommitConflictError(
+                        f"store {self.spec.name!r} was dropped and made again while this "
+                        "import ran; nothing was written: run it again"
+                    )
+                import_changelog(table, records, overwrite=self.overwrite)
         finally:
             self._delete(staged)
 
@@ -383,12 +388,18 @@ class KafkaChangelogWriter(DataSourceArrowWriter):
         self._delete([m for m in messages if isinstance(m, StagedRecords) and m.path])
 
     def _delete(self, staged: list[StagedRecords]) -> None:
+        """Delete the write's record files: those the tasks reported, and any a failed task
+        left (named by the write's id)."""
         storage = Catalog(self.root).storage
-        for message in staged:
-            try:
-                storage.delete(self.spec.name, message.path or "")
-            except FileNotFoundError:
-                pass
+        prefix = f"{self.write_id}-records-"
+        paths = {message.path or "" for message in staged}
+        paths |= {
+            f"{CHANGELOG_DIR}/{TASKS_DIR}/{name}"
+            for name in storage.list(self.spec.name, CHANGELOG_DIR, TASKS_DIR)
+            if name.startswith(prefix)
+        }
+        for path in sorted(paths):
+            storage.delete(self.spec.name, path)
 
 
 def _import_columns(batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -6,13 +6,13 @@ partition of each instead (``datasource.kafka``).
 from __future__ import annotations
 
 import json
-import os
 
 import pyarrow as pa
 
 from catalog.kafka.changelog import ImportResult, export_partition, import_changelog
 from catalog.kafka.records import RECORD_SCHEMA, changelog_topic
 from catalog.kafka.state_dir import read_state_dir, state_dir_partitions
+from catalog.kafka.task_dirs import application_id_of
 from catalog.kinds import Scan, kind_of
 from catalog.log.spec import StoreSpec
 from catalog.scans import arrow_schema, decoder
@@ -82,7 +82,7 @@ def import_state_dir(table: Table, app_dir: str, store: str) -> ImportResult:
         InvalidOptionError, CorruptDataError, StoreNotFoundError: as ``read_state_dir``;
             nothing is created then.
     """
-    application_id = os.path.basename(os.path.normpath(app_dir))
+    application_id = application_id_of(app_dir)
     topic = changelog_topic(application_id, store)
     parts, offsets = [], {}
     for task in read_state_dir(app_dir, store, table.spec):

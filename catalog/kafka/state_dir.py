@@ -52,6 +52,7 @@ from catalog.kafka.task_dirs import (
     OFFSETS_CF,
     OFFSETS_CF_VERSION,
     app_dir_unlocked,
+    application_id_of,
     changelog_topic,
     check_families,
     kafka_families,
@@ -142,7 +143,7 @@ def read_state_dir(
     kind = kind_of(spec.kind)
     if not os.path.isdir(app_dir):
         raise StoreNotFoundError(f"no Kafka Streams state directory at {app_dir}")
-    topic = changelog_topic(os.path.basename(os.path.normpath(app_dir)), store_name)
+    topic = changelog_topic(application_id_of(app_dir), store_name)
     states: dict[int, TaskState] = {}
     where: dict[int, str] = {}
     with app_dir_unlocked(app_dir):
@@ -380,7 +381,7 @@ def write_state_dir(
     table = table.at_commit(snapshot)
     spec = table.spec
     _check_exportable(spec, version, store_name, subtopology, offsets)
-    topic = changelog_topic(os.path.basename(os.path.normpath(app_dir)), store_name)
+    topic = changelog_topic(application_id_of(app_dir), store_name)
     segmented = spec.kind in SEGMENT_TIME_FROM_END
     relative = store_name if segmented else os.path.join(DB_FILE_DIR, store_name)
     os.makedirs(app_dir, exist_ok=True)
@@ -403,7 +404,7 @@ def write_state_dir(
             task = os.path.join(app_dir, f"{subtopology}_{partition}")
             _write_task(
                 app_dir, task, relative, _kafka_databases(spec, store_name, rows), version,
-                None if offset is None else {(topic, partition): offset},
+                None if offset is None else {(topic, partition): offset}, topic,
             )  # fmt: skip
             written.append(task)
     return written
@@ -491,11 +492,13 @@ def _write_task(
     databases: dict[str, Runs],
     version: tuple[int, int],
     offsets: dict[tuple[str, int], int] | None,
+    topic: str,
 ) -> None:
     """Build the store's directory (and a new task directory's checkpoint) under a temporary
-    name in ``app_dir``, then rename it into place; add the checkpoint entry of a task
-    directory that exists after its store is in place (a crash between leaves the store
-    without an entry: restored from the changelog, never trusted at a wrong offset)."""
+    name in ``app_dir``, then rename it into place. In a task directory that exists, the
+    checkpoint's entries of the store's changelog ``topic`` (an earlier state's) go before
+    the store is in place, its new entry after (a crash between leaves the store without an
+    entry: restored from the changelog, never trusted at a wrong offset)."""
     in_cf = version >= OFFSETS_CF_VERSION
     fmt = table_format_version(version)
     tmp = os.path.join(app_dir, f".statestore-{uuid.uuid4().hex}")
@@ -521,14 +524,17 @@ def _write_task(
                 write_checkpoint(os.path.join(tmp, CHECKPOINT), checkpoint)
             os.rename(tmp, task)
             return
+        path = os.path.join(task, CHECKPOINT)
+        others = {tp: o for tp, o in read_checkpoint(path).items() if tp[0] != topic}
+        if others != read_checkpoint(path):
+            write_checkpoint(path, others)  # Kafka would trust them for the state written here
         target = os.path.join(task, relative)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             os.rmdir(target)  # empty (checked before)
         os.rename(store_dir, target)
         if checkpoint:
-            path = os.path.join(task, CHECKPOINT)
-            write_checkpoint(path, {**read_checkpoint(path), **checkpoint})
+            write_checkpoint(path, {**others, **checkpoint})
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

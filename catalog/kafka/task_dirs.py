@@ -74,9 +74,55 @@ OFFSETS_CF_VERSION = (4, 3)
 FORMAT_6_VERSION = (4, 0)
 
 
+#: Characters Kafka Streams accepts in an ``application.id`` (it prefixes topic names).
+_APPLICATION_ID = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def check_application_id(application_id: str) -> str:
+    """``application_id`` if it can be a Kafka Streams ``application.id`` (a directory name
+    under ``state.dir`` and a topic prefix: never a path).
+
+    Raises:
+        InvalidOptionError: other characters, or ``.``/``..`` (INVALID_APPLICATION_ID).
+    """
+    if (
+        not isinstance(application_id, str)
+        or not _APPLICATION_ID.fullmatch(application_id)
+        or application_id in (".", "..")
+    ):
+        raise InvalidOptionError(
+            f"application id {application_id!r} is not a Kafka Streams application.id: 1 to "
+            "249 characters of a-z, A-Z, 0-9, '.', '_' and '-' (not '.' or '..')",
+            code="INVALID_APPLICATION_ID",
+        )
+    return application_id
+
+
+def app_dir_of(state_dir: str, application_id: str) -> str:
+    """``<state_dir>/<application_id>``, the application id checked (``check_application_id``).
+
+    Raises:
+        InvalidOptionError: a bad application id.
+    """
+    return os.path.join(state_dir, check_application_id(application_id))
+
+
+def application_id_of(app_dir: str) -> str:
+    """The application id an application directory is named by (checked).
+
+    Raises:
+        InvalidOptionError: a directory name no application id has.
+    """
+    return check_application_id(os.path.basename(os.path.normpath(app_dir)))
+
+
 def changelog_topic(application_id: str, store: str) -> str:
-    """Kafka's changelog topic of a store (``ProcessorStateManager.storeChangelogTopic``)."""
-    return f"{application_id}-{store}-changelog"
+    """Kafka's changelog topic of a store (``ProcessorStateManager.storeChangelogTopic``).
+
+    Raises:
+        InvalidOptionError: a bad application id.
+    """
+    return f"{check_application_id(application_id)}-{store}-changelog"
 
 
 def kafka_version(text: str) -> tuple[int, int]:
