@@ -22,30 +22,16 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from _spark import REPO, full_read, session
 from pyspark.sql import DataFrame
+from write_read import timed
 
 PARTITIONS = 4
 BASE_MS = 1_714_564_800_000
-
-
-def timed(label: str, action: Callable[[int], object], rows: int, repeat: int, results: dict[str, float]) -> None:
-    """Run ``action(i)`` for i in range(repeat); record the median rate."""
-    runs = []
-    for i in range(repeat):
-        start = time.perf_counter()
-        action(i)
-        runs.append(time.perf_counter() - start)
-    median = statistics.median(runs)
-    results[label] = rows / median
-    shown = ", ".join(f"{s:.2f}" for s in runs)
-    print(f"{label:<26} median {median:6.2f} s {rows / median:12,.0f} rows/s   (runs: {shown})", flush=True)
 
 
 def ratio(results: dict[str, float], ours: str, peer: str, note: str) -> None:
