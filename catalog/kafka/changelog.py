@@ -19,9 +19,9 @@ replaces the store's contents and its offsets.
 
 Across Kafka partitions a store has one state: a key found in two partitions (which a
 keyed changelog never has) ends as the kind's write orders the rows (they come by topic,
-then partition, then offset; a timestamped write keeps the newest time). Kafka keeps a stream time per task; versioned, window and session stores drop
-by their partition's, which the store partition's equals under ``partitioner=kafka`` with the
-application's partition count.
+then partition, then offset; which one wins is not defined). Kafka keeps a stream time per
+task; versioned, window and session stores drop by their partition's, which the store
+partition's equals under ``partitioner=kafka`` with the application's partition count.
 """
 
 from __future__ import annotations
@@ -353,10 +353,24 @@ def _checked(records: pa.Table) -> _Records:
                 code="NULL_COLUMN",
             )
     if pa.types.is_timestamp(stamp.type):
-        stamp = stamp.cast(pa.timestamp("ms", stamp.type.tz))
+        try:
+            stamp = stamp.cast(pa.timestamp("ms", stamp.type.tz))
+        except pa.ArrowInvalid as exc:
+            raise InvalidOptionError(
+                f"changelog column 'timestamp' has times finer than a millisecond ({exc}); "
+                "Kafka's record times are epoch milliseconds",
+                code="INVALID_COLUMN_TYPE",
+            ) from exc
     stamp = stamp.cast(pa.int64()).fill_null(-1)  # Kafka's NO_TIMESTAMP
+    try:
+        partition = partition.cast(pa.int32())
+    except pa.ArrowInvalid as exc:
+        raise InvalidOptionError(
+            f"changelog column 'partition' has a value beyond a Kafka partition (int32): {exc}",
+            code="INVALID_PARTITION",
+        ) from exc
     columns = {"key": key, "value": value, "topic": topic,
-               "partition": partition.cast(pa.int32()), "timestamp": stamp}  # fmt: skip
+               "partition": partition, "timestamp": stamp}  # fmt: skip
     if "headers" in records.column_names:
         try:
             columns["headers"] = records.column("headers").combine_chunks().cast(HEADERS_TYPE)

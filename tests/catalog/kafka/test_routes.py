@@ -77,3 +77,17 @@ def test_a_failed_tasks_records_are_deleted_on_abort(tmp_path: Path) -> None:
     writer.abort([done])
     assert list((tmp_path / "w").rglob("*-records-*")) == []
     assert not Catalog(str(tmp_path / "w")).exists("s")
+
+
+def test_records_beyond_kafkas_types_are_named(tmp_path: Path) -> None:
+    table = store(str(tmp_path / "w"))
+    base = {"key": [b"b"], "value": [b"2"], "topic": ["t"], "offset": pa.array([5], pa.int64())}
+    finer = pa.table({**base, "partition": pa.array([0], pa.int32()),
+                      "timestamp": pa.array([1_000_500], pa.timestamp("us", "UTC"))})  # fmt: skip
+    with pytest.raises(InvalidOptionError, match="INVALID_COLUMN_TYPE.*millisecond"):
+        table.import_kafka_changelog(finer)
+    wide = pa.table({**base, "partition": pa.array([2**31], pa.int64()),
+                     "timestamp": pa.array([1], pa.int64())})  # fmt: skip
+    with pytest.raises(InvalidOptionError, match="INVALID_PARTITION"):
+        table.import_kafka_changelog(wide)
+    assert table.log.latest_id() == Catalog(str(tmp_path / "w")).load("s").log.latest_id()
