@@ -330,6 +330,14 @@ class KafkaChangelogWriter(DataSourceArrowWriter):
         try:
             table = load_table(options)
             check_creation_options(options, table)
+            for column, given in (("key", options.key_type), ("value", options.value_type)):
+                held = getattr(table.spec, f"{column}_type")
+                if given is not None and type_option(options, column) != held:
+                    raise InvalidOptionError(
+                        f"option '{column}Type' is {given!r} but store {table.spec.name!r} "
+                        f"exists with {column} type {held!r}: drop the option, or import "
+                        "into a new store"
+                    )
             return cls(catalog.root, table.spec, overwrite, False, uuid.uuid4().hex)
         except StoreNotFoundError:
             if options.kind is None:

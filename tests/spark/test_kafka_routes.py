@@ -116,6 +116,10 @@ def test_write_from_changelog_records(spark: Any, tmp_path: Path) -> None:
                              "topic", "partition", "offset + 1 AS offset", "timestamp")  # fmt: skip
     with pytest.raises(Exception, match="UNDECODABLE_VALUE.*partition 0 offset 101"):
         write(short)
+    with pytest.raises(Exception, match="'keyType' is 'binary'.*key type 'string'"):
+        later.write.format("state_store").options(
+            root=root, store="mirror", writeFrom="kafkaChangelog", keyType="binary",
+        ).mode("append").save()  # fmt: skip
     assert catalog.load("mirror").log.latest_id() == commits + 1
     with pytest.raises(Exception, match="UNDECODABLE_KEY.*partition 0 offset 101"):
         short.write.format("state_store").options(
