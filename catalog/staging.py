@@ -13,7 +13,7 @@ store cannot apply or read back (see ``StoreTable.stage`` for the rules).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -26,9 +26,10 @@ from catalog.log.records import ChangelogFile
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from catalog.partitioner import partitions_of
-from stores.errors import InvalidOptionError
+from stores.errors import InvalidOptionError, SerdeError
 from stores.records import UNKNOWN_TIMESTAMP
-from stores.serdes import serde_for
+from stores.serdes import Serde, serde_for
+from stores.types import TypeJson, describe
 
 #: The largest epoch-ms time a Spark TIMESTAMP (microseconds in a long) can show.
 MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
@@ -66,14 +67,51 @@ class Stager:
         Args and Raises: as ``StoreTable.stage``; a refused batch keeps nothing.
         """
         spec = self.spec
-        if keys.null_count:
-            raise InvalidOptionError(
-                f"column 'key' is null in {keys.null_count} row(s); every row needs a key "
-                "(a null value, not a null key, deletes)",
-                code="NULL_KEY",
-            )
+        _check_keys(keys)
         key_bytes = serde_for(spec.key_type, column="key").encode(keys)
         value_bytes = serde_for(spec.value_type, column="value").encode(values)
+        self._keep(key_bytes, value_bytes, columns)
+
+    def add_serialized(
+        self,
+        keys: pa.Array,
+        values: pa.Array,
+        columns: Mapping[str, pa.Array] | None = None,
+        *,
+        where: Callable[[int], str] | None = None,
+    ) -> None:
+        """``add`` of rows whose keys and values are serialized already (binary, as Kafka's
+        serializers of the store's types write them: a changelog's records), kept as they
+        are. Each is checked to decode by the store's type as cheaply as the type allows
+        (``undecodable``), so that no file holds a row the store cannot read back.
+
+        Args:
+            where: what to call row ``i`` in an error (default ``row i``).
+
+        Raises:
+            SerdeError: a key or value the store's type cannot decode, naming its row
+                (UNDECODABLE_KEY, UNDECODABLE_VALUE); else as ``add``. A refused batch keeps
+                nothing.
+        """
+        spec = self.spec
+        _check_keys(keys)
+        for what, data, type_json in (("key", keys, spec.key_type),
+                                      ("value", values, spec.value_type)):  # fmt: skip
+            found = undecodable(type_json, data, column=what)
+            if found is not None:
+                row, exc = found
+                raise SerdeError(
+                    f"the {what} of {where(row) if where else f'row {row}'} cannot be decoded "
+                    f"as the store's {what} type ({describe(type_json)}): {exc}",
+                    code=f"UNDECODABLE_{what.upper()}",
+                ) from exc
+        self._keep(keys.cast(pa.binary()), values.cast(pa.binary()), columns)
+
+    def _keep(
+        self, key_bytes: pa.Array, value_bytes: pa.Array, columns: Mapping[str, pa.Array] | None
+    ) -> None:
+        """Check the rest of a batch of serialized rows and keep it, cut by partition."""
+        spec = self.spec
         given = dict(columns or {})
         data: dict[str, pa.Array] = {"key": key_bytes, "value": value_bytes}
         for f in self.schema:
@@ -97,7 +135,8 @@ class Stager:
         # A stable sort keeps each partition's rows in their input order (a radix sort of
         # bytes where the partitions fit one).
         narrow = parts.astype(np.uint8) if spec.num_partitions <= 256 else parts
-        rows = rows.take(pa.array(np.argsort(narrow, kind="stable")))
+        if not np.all(narrow[1:] >= narrow[:-1]):  # (rows grouped by partition already stay)
+            rows = rows.take(pa.array(np.argsort(narrow, kind="stable")))
         start = 0
         for partition, count in enumerate(np.bincount(parts, minlength=spec.num_partitions)):
             if count:
@@ -155,3 +194,55 @@ class Stager:
                 "ends at or after its start",
                 code="INVALID_SESSION",
             )
+
+
+def _check_keys(keys: pa.Array) -> None:
+    if keys.null_count:
+        raise InvalidOptionError(
+            f"column 'key' is null in {keys.null_count} row(s); every row needs a key "
+            "(a null value, not a null key, deletes)",
+            code="NULL_KEY",
+        )
+
+
+#: The byte width of each fixed-width type's serialized values (``stores.serdes``).
+_WIDTHS = {"long": 8, "integer": 4, "short": 2, "double": 8, "float": 4}
+
+
+def undecodable(
+    type_json: TypeJson, data: pa.Array, *, column: str = "column"
+) -> tuple[int, SerdeError] | None:
+    """The first element of ``data`` (serialized bytes; nulls are fine) that the serde of
+    ``type_json`` cannot decode, and why; None if all decode. As cheap as the type allows:
+    binary needs nothing, a string a UTF-8 check, a fixed-width number a length check; a
+    boolean and a struct are decoded. A refusal is then narrowed to its first element by
+    halves."""
+    serde = serde_for(type_json, column=column)
+    if type_json == "binary":
+        return None
+    if isinstance(type_json, str) and type_json in _WIDTHS:
+        lengths = pc.binary_length(data)
+        if not pc.any(pc.not_equal(lengths, _WIDTHS[type_json])).as_py():
+            return None
+    elif _decodes(serde, data) is None:
+        return None
+    lo, hi = 0, len(data)  # the first bad element lies in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _decodes(serde, data.slice(lo, mid - lo)) is None:
+            lo = mid
+        else:
+            hi = mid
+    exc = _decodes(serde, data.slice(lo, 1))
+    return lo, exc or SerdeError(f"a {describe(type_json)} column refused these bytes")
+
+
+def _decodes(serde: Serde, data: pa.Array) -> SerdeError | None:
+    """Why ``serde`` cannot decode ``data`` (None: it can)."""
+    try:
+        serde.decode(data)
+    except SerdeError as exc:
+        return exc
+    except (pa.ArrowException, ValueError, TypeError) as exc:
+        return SerdeError(str(exc))
+    return None

@@ -43,9 +43,9 @@ from catalog.log.spec import StoreSpec
 from catalog.table import Table
 from stores.columns.changelog import group_bounds, no_headers
 from stores.columns.headers import HEADERS_TYPE, headers_from_arrow, headers_to_arrow
-from stores.errors import CorruptDataError, InvalidOptionError, SerdeError
+from stores.errors import CorruptDataError, InvalidOptionError
 from stores.key_value import changelog as key_value
-from stores.serdes import Serde, serde_for
+from stores.serdes import serde_for
 from stores.session import changelog as session
 from stores.timestamped import changelog as timestamped
 from stores.versioned import changelog as versioned
@@ -384,26 +384,24 @@ def _checked(records: pa.Table) -> _Records:
     if len(offsets) and offsets.min() < 0:
         raise InvalidOptionError("changelog column 'offset' has negative offsets",
                                  code="INVALID_OFFSET")  # fmt: skip
-    codes = topic.dictionary_encode()
-    names = codes.dictionary.to_pylist()
-    for name in names:
-        check_topic(name)
-    # Partitions by topic name, then number; each one's records in offset order.
-    rank = np.argsort(np.argsort(np.array(names, dtype=object)))
-    topic_rank = rank[codes.indices.to_numpy(zero_copy_only=False)].astype(np.int64)
-    parts = columns["partition"].to_numpy(zero_copy_only=False).astype(np.int64)
+    parts = partition.to_numpy(zero_copy_only=False).astype(np.int64)
     if len(parts) and parts.min() < 0:
         raise InvalidOptionError("changelog column 'partition' has negative partitions",
                                  code="INVALID_PARTITION")  # fmt: skip
-    groups = topic_rank * (int(parts.max(initial=0)) + 1) + parts
-    ordered = bool(
-        np.all(
-            (groups[1:] > groups[:-1])
-            | ((groups[1:] == groups[:-1]) & (offsets[1:] >= offsets[:-1]))
-        )
-    )
+    groups = parts
+    if len(topic) and not pc.all(pc.equal(topic, topic[0])).as_py():
+        # Partitions by topic name, then number; each one's records in offset order.
+        codes = topic.dictionary_encode()
+        names = codes.dictionary.to_pylist()
+        for name in names:
+            check_topic(name)
+        rank = np.argsort(np.argsort(np.array(names, dtype=object)))
+        topic_rank = rank[codes.indices.to_numpy(zero_copy_only=False)].astype(np.int64)
+        groups = topic_rank * (int(parts.max(initial=0)) + 1) + parts
+    elif len(topic):
+        check_topic(topic[0].as_py())
     data = pa.table(columns)
-    if not ordered:
+    if not _in_order(groups, offsets):
         order = np.lexsort((offsets, groups))
         data, offsets, groups = data.take(pa.array(order)), offsets[order], groups[order]
     partitions = [
@@ -414,29 +412,15 @@ def _checked(records: pa.Table) -> _Records:
     return _Records(data, offsets, groups, partitions)
 
 
-def _decode(
-    serde: Serde, column: pa.Array, records: _Records, rows: np.ndarray, what: str
-) -> pa.Array:
-    """``column`` decoded by ``serde``; a value it cannot decode names its record (``rows``:
-    the record of each element)."""
-    try:
-        return serde.decode(column)
-    except SerdeError:
-        for i, item in enumerate(column.to_pylist()):
-            if item is None:
-                continue
-            try:
-                serde.deserialize(item)
-            except SerdeError as found:
-                exc = found
-                break
-        else:
-            i = 0
-        raise SerdeError(
-            f"the {what} of the record at {_where(records, int(rows[i]))} cannot be decoded as "
-            f"the store's {what} type: {exc}",
-            code=f"UNDECODABLE_{what.upper()}",
-        ) from exc
+def _in_order(groups: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether rows come grouped by ascending ``groups``, each group's in offset order."""
+    steps = np.diff(groups)
+    if (steps < 0).any():
+        return False
+    return all(
+        bool((offsets[start + 1 : end] >= offsets[start : end - 1]).all())
+        for start, end in group_bounds(groups)
+    )
 
 
 def import_changelog(
@@ -498,11 +482,22 @@ def import_changelog(
         applied = {offsets_key(t, p): o for (t, p), o in offsets.items()}
     if not applied and not overwrite and not creates:
         return ImportResult(None, records.num_rows, 0, 0, already, held)
-    keyed = new & checked.data.column("key").is_valid().to_numpy(zero_copy_only=False)
-    null_keys = int(new.sum() - keyed.sum())
-    rows_in = np.flatnonzero(keyed)
-    data = checked.data if len(rows_in) == len(keyed) else checked.data.take(pa.array(rows_in))
-    _check_records(data, kind, checked, rows_in)
+    key_column = checked.data.column("key")
+    keyed = new
+    if key_column.null_count:
+        keyed = new & key_column.is_valid().to_numpy(zero_copy_only=False)
+    n_keyed = int(keyed.sum())
+    null_keys = int(new.sum()) - n_keyed
+    if n_keyed == len(keyed):  # every record new and keyed (the usual import)
+        rows_in, data, groups = None, checked.data, checked.groups
+    else:
+        rows_in = np.flatnonzero(keyed)
+        data, groups = checked.data.take(pa.array(rows_in)), checked.groups[rows_in]
+
+    def record_of(row: int) -> int:
+        return row if rows_in is None else int(rows_in[row])
+
+    _check_records(data, kind, checked, record_of)
     headers = (
         headers_from_arrow(data.column("headers"))
         if "headers" in data.column_names and table.layout.headers
@@ -510,19 +505,15 @@ def import_changelog(
     )
     columns = pa.table({"key": data.column("key"), "value": data.column("value"),
                         "timestamp": data.column("timestamp"), "headers": headers})  # fmt: skip
-    rows, source, dropped = kind.store_columns(
-        columns.combine_chunks(), checked.groups[rows_in], spec.params
-    )
-    origin = rows_in[source]
-    keys = _decode(serde_for(spec.key_type, column="key"), rows.column("key").combine_chunks(),
-                   checked, origin, "key")  # fmt: skip
-    values = _decode(serde_for(spec.value_type, column="value"),
-                     rows.column("value").combine_chunks(), checked, origin, "value")  # fmt: skip
+    rows, source, dropped = kind.store_columns(columns.combine_chunks(), groups, spec.params)
     others = {c: rows.column(c).combine_chunks() for c in rows.column_names
               if c not in ("key", "value")}  # fmt: skip
     write_id = uuid.uuid4().hex
     stager = table.stager(write_id)
-    stager.add(keys, values, others)
+    stager.add_serialized(
+        rows.column("key").combine_chunks(), rows.column("value").combine_chunks(), others,
+        where=lambda row: f"the record at {_where(checked, record_of(int(source[row])))}",
+    )  # fmt: skip
     files = stager.flush()
     update = OffsetsUpdate(
         applied, {k: v for (t, p), v in held.items() if (k := offsets_key(t, p)) in applied}
@@ -541,7 +532,7 @@ def import_changelog(
 
 
 def _check_records(
-    data: pa.Table, kind: KindChangelog, checked: _Records, rows: np.ndarray
+    data: pa.Table, kind: KindChangelog, checked: _Records, record_of: Callable[[int], int]
 ) -> None:
     """Refuse keys too short for the kind's changelog key and negative times where the kind
     stores the record time (versioned), naming the first such record.
@@ -554,7 +545,7 @@ def _check_records(
         if pc.any(short).as_py():
             at = int(np.flatnonzero(short.to_numpy(zero_copy_only=False))[0])
             raise InvalidOptionError(
-                f"the record at {_where(checked, int(rows[at]))} has a key of fewer than "
+                f"the record at {_where(checked, record_of(at))} has a key of fewer than "
                 f"{kind.min_key} bytes, too short for this store's changelog key (the key, "
                 "then its window or session times)",
                 code="MALFORMED_RECORD",
@@ -564,7 +555,7 @@ def _check_records(
         if pc.any(negative).as_py():
             at = int(np.flatnonzero(negative.to_numpy(zero_copy_only=False))[0])
             raise InvalidOptionError(
-                f"the record at {_where(checked, int(rows[at]))} has time "
+                f"the record at {_where(checked, record_of(at))} has time "
                 f"{data.column('timestamp')[at].as_py()} ms; a versioned store's record "
                 "time is its version's and must be >= 0",
                 code="MALFORMED_RECORD",
