@@ -15,8 +15,9 @@ from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from stores.columns.decode import ByteColumn, segment_ids
+from stores.columns.decode import segment_ids
 from stores.columns.encode import binary_from
 from stores.columns.key_sort import key_runs, run_lasts
 
@@ -73,10 +74,15 @@ def live_segments(
     (``AbstractRocksDBSegmentedBytesStore``: a segment below ``segment_id(stream time -
     retention)`` is dropped, and stream time ends at the partition's latest segment time,
     whatever the batches: the rule only grows stricter as stream time advances)."""
-    if not len(times):
-        return np.zeros(0, dtype=bool)
-    floor = segment_ids(latest_times(times, groups) - retention_ms, segment_interval_ms)
-    return segment_ids(times, segment_interval_ms) >= floor  # type: ignore[no-any-return]
+    live = np.empty(len(times), dtype=bool)
+    for start, end in group_bounds(groups):
+        part = times[start:end]
+        floor = int(segment_ids(np.array([part.max() - retention_ms]), segment_interval_ms)[0])
+        # The first time of segment ``floor`` (Java's truncating division: segment 0 spans
+        # (-interval, interval), segment -1 (-2 interval, -interval], ...).
+        first = floor * segment_interval_ms if floor > 0 else (floor - 1) * segment_interval_ms + 1
+        live[start:end] = part >= first
+    return live
 
 
 def unexpired(times: np.ndarray, groups: np.ndarray, retention_ms: int) -> np.ndarray:
@@ -93,15 +99,20 @@ def split_keys(
     the keys (binary) and the fields (int64 each). Every key must be at least
     ``sum(widths)`` bytes long (the caller checks, naming the records).
     """
-    column = ByteColumn(keys)
-    total = sum(widths)
-    base = column.lengths - total
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    n, total = len(keys), sum(widths)
+    plain = pc.binary_slice(keys, 0, -total).cast(pa.binary()) if total else keys
+    suffix = pc.binary_slice(keys, -total).cast(pa.binary(total))
+    block = np.frombuffer(
+        suffix.buffers()[1], np.uint8, count=n * total, offset=suffix.offset * total
+    ).reshape(n, total)
     fields = []
-    at = column.starts + base
+    at = 0
     for width in widths:
-        fields.append(column.longs_at(at) if width == 8 else column.ints_at(at))
-        at = at + width
-    plain = column.slices(column.starts, base).cast(pa.binary())
+        # A view of every row's field (a strided, unaligned read), converted in one pass.
+        fields.append(block[:, at : at + width].view(f">i{width}")[:, 0].astype(np.int64))
+        at += width
     return plain, fields
 
 

@@ -132,10 +132,18 @@ def store_columns(
     """
     times = records.column("timestamp").to_numpy(zero_copy_only=False).astype(np.int64)
     grace = params["history_retention_ms"]
-    kept = np.flatnonzero(times >= stream_times(times, groups) - grace)
-    source = kept[~_overwritten_by_tombstones(records.take(pa.array(kept)), times[kept])]
-    rows = records.take(pa.array(source)).select(["key", "value", "timestamp"])
-    return rows, source, len(times) - len(kept)
+    in_grace = times >= stream_times(times, groups) - grace
+    if in_grace.all():  # (times that never fall back by more than the grace: no copy)
+        kept, within = np.arange(len(times)), records
+    else:
+        kept = np.flatnonzero(in_grace)
+        within = records.take(pa.array(kept))
+    gone = _overwritten_by_tombstones(within, times[kept])
+    if gone.any():
+        source, rows = kept[~gone], records.take(pa.array(kept[~gone]))
+    else:
+        source, rows = kept, within
+    return rows.select(["key", "value", "timestamp"]), source, len(times) - len(kept)
 
 
 def _overwritten_by_tombstones(records: pa.Table, times: np.ndarray) -> np.ndarray:
