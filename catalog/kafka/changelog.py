@@ -41,7 +41,7 @@ from catalog.kinds import BATCH_ROWS, STORE_MUST_ANSWER, Scan
 from catalog.log.records import OffsetsUpdate, offsets_key, parse_offsets_key
 from catalog.log.spec import StoreSpec
 from catalog.table import Table
-from stores.columns.changelog import group_bounds, no_headers
+from stores.columns.changelog import group_bounds, no_headers, one_array
 from stores.columns.headers import HEADERS_TYPE, headers_from_arrow, headers_to_arrow
 from stores.errors import CorruptDataError, InvalidOptionError
 from stores.key_value import changelog as key_value
@@ -207,7 +207,7 @@ def _raw_of_typed(typed: pa.Table, spec: StoreSpec, schema: pa.Schema) -> pa.Tab
     """A typed read's rows back as raw columns (serialized, epoch ms, headersBytes)."""
     columns = []
     for f in schema:
-        column = typed.column(f.name).combine_chunks()
+        column = one_array(typed.column(f.name))
         if f.name in ("key", "value"):
             type_json = spec.key_type if f.name == "key" else spec.value_type
             columns.append(serde_for(type_json, column=f.name).encode(column))
@@ -315,7 +315,7 @@ def _where(records: _Records, row: int) -> str:
 
 def _column(data: pa.Table, name: str, accepts: Callable[[pa.DataType], bool], what: str) -> Any:
     chunked = data.column(name)
-    column = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+    column = one_array(chunked)
     if not accepts(column.type):
         raise InvalidOptionError(
             f"changelog column {name!r} is {column.type}; accepted: {what}",
@@ -373,7 +373,7 @@ def _checked(records: pa.Table) -> _Records:
                "partition": partition, "timestamp": stamp}  # fmt: skip
     if "headers" in records.column_names:
         try:
-            columns["headers"] = records.column("headers").combine_chunks().cast(HEADERS_TYPE)
+            columns["headers"] = one_array(records.column("headers")).cast(HEADERS_TYPE)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise InvalidOptionError(
                 f"changelog column 'headers' is {records.schema.field('headers').type}; "
@@ -506,12 +506,12 @@ def import_changelog(
     columns = pa.table({"key": data.column("key"), "value": data.column("value"),
                         "timestamp": data.column("timestamp"), "headers": headers})  # fmt: skip
     rows, source, dropped = kind.store_columns(columns.combine_chunks(), groups, spec.params)
-    others = {c: rows.column(c).combine_chunks() for c in rows.column_names
+    others = {c: one_array(rows.column(c)) for c in rows.column_names
               if c not in ("key", "value")}  # fmt: skip
     write_id = uuid.uuid4().hex
     stager = table.stager(write_id)
     stager.add_serialized(
-        rows.column("key").combine_chunks(), rows.column("value").combine_chunks(), others,
+        one_array(rows.column("key")), one_array(rows.column("value")), others,
         where=lambda row: f"the record at {_where(checked, record_of(int(source[row])))}",
     )  # fmt: skip
     files = stager.flush()

@@ -25,6 +25,16 @@ from stores.columns.key_sort import key_runs, run_lasts
 CHANGELOG_COLUMNS = ("key", "value", "timestamp", "headers")
 
 
+def one_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A column as one array, without a copy where it is one already (``combine_chunks``
+    copies even a single chunk)."""
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    if column.num_chunks == 1:
+        return column.chunk(0)
+    return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
+
+
 def no_headers(n: int) -> pa.Array:
     """``n`` empty headersBytes (KIP-1271: no headers)."""
     return binary_from(np.zeros(0, np.uint8), np.zeros(n + 1, np.int64))
@@ -99,8 +109,7 @@ def split_keys(
     the keys (binary) and the fields (int64 each). Every key must be at least
     ``sum(widths)`` bytes long (the caller checks, naming the records).
     """
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
+    keys = one_array(keys)
     n, total = len(keys), sum(widths)
     plain = pc.binary_slice(keys, 0, -total).cast(pa.binary()) if total else keys
     suffix = pc.binary_slice(keys, -total).cast(pa.binary(total))
@@ -123,6 +132,7 @@ __all__ = [
     "latest_times",
     "live_segments",
     "no_headers",
+    "one_array",
     "split_keys",
     "stream_times",
     "unexpired",

@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from stores.columns.changelog import live_segments, no_headers, split_keys
+from stores.columns.changelog import live_segments, no_headers, one_array, split_keys
 from stores.columns.encode import big_endian_column, concat_rows
 from stores.records import ChangeLogContext, ChangelogRecord, ValueAndHeaders
 from stores.session.arguments import _bind, _count, _session, _windowed
@@ -135,7 +135,7 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     starts = raw.column("session_start").to_numpy(zero_copy_only=False).astype(np.int64)
     ends = raw.column("session_end").to_numpy(zero_copy_only=False).astype(np.int64)
     binary = concat_rows(
-        raw.column("key").combine_chunks() if n else pa.array([], pa.binary()),
+        one_array(raw.column("key")) if n else pa.array([], pa.binary()),
         big_endian_column(ends, TIMESTAMP_SIZE),
         big_endian_column(starts, TIMESTAMP_SIZE),
         large=False,

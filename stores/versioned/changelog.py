@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from stores.columns.changelog import no_headers, stream_times
+from stores.columns.changelog import no_headers, one_array, stream_times
 from stores.columns.key_sort import key_runs, run_lasts
 from stores.protocols import VersionedRecord
 from stores.records import ChangeLogContext, ChangelogRecord
@@ -91,7 +91,7 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     ``valid_from`` and tombstones where a version ends without a successor, ascending in
     time (``timestamp_ms`` is unused)."""
     n = raw.num_rows
-    keys = raw.column("key").combine_chunks() if n else pa.array([], pa.binary())
+    keys = one_array(raw.column("key")) if n else pa.array([], pa.binary())
     starts = raw.column("valid_from").to_numpy(zero_copy_only=False).astype(np.int64)
     ends_column = raw.column("valid_to")
     open_ended = ends_column.is_null().to_numpy(zero_copy_only=False)
@@ -103,7 +103,7 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     next_start[:-1] = starts[order][1:]
     succeeded = same_key_next & (next_start == ends[order])
     ended = order[~open_ended[order] & ~succeeded]
-    values = raw.column("value").combine_chunks() if n else pa.array([], pa.binary())
+    values = one_array(raw.column("value")) if n else pa.array([], pa.binary())
     all_keys = pa.concat_arrays([keys, keys.take(pa.array(ended))]) if n else keys
     all_values = pa.concat_arrays([values, pa.nulls(len(ended), pa.binary())]) if n else values
     times = np.concatenate([starts, ends[ended]])

@@ -70,6 +70,7 @@ from stores.columns.changelog import (
     last_rows,
     live_segments,
     no_headers,
+    one_array,
     split_keys,
     unexpired,
 )
@@ -189,7 +190,7 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     ``headers``]) as changelog columns (``stores.columns.changelog``), ascending by window
     start (see the module doc; ``timestamp_ms`` is unused)."""
     n = raw.num_rows
-    keys = raw.column("key").combine_chunks() if n else pa.array([], pa.binary())
+    keys = one_array(raw.column("key")) if n else pa.array([], pa.binary())
     starts = raw.column("window_start").to_numpy(zero_copy_only=False).astype(np.int64)
     seqs = np.zeros(n, dtype=np.int64)
     if params.get("retain_duplicates") and n:
