@@ -180,10 +180,20 @@ def records_from_raw(
             columns.column("key"),
             columns.column("value"),
             stamps,
-            headers_to_arrow(columns.column("headers")),
+            _record_headers(one_array(columns.column("headers"))),
         ],
         schema=RECORD_SCHEMA,
     )
+
+
+def _record_headers(raw: pa.Array) -> pa.Array:
+    """KIP-1271 headersBytes as record headers; all empty (a store without headers): empty
+    lists, with nothing to parse."""
+    if raw.null_count or (len(raw) and pc.max(pc.binary_length(raw)).as_py()):
+        return headers_to_arrow(raw)
+    empty = pa.array([], HEADERS_TYPE.value_type)
+    offsets = pa.array(np.zeros(len(raw) + 1, np.int32))
+    return pa.ListArray.from_arrays(offsets, empty, type=HEADERS_TYPE)
 
 
 def raw_partition(table: Table, partition: int, snapshot: int, scan: Scan) -> pa.Table:

@@ -18,7 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.columns.decode import segment_ids
-from stores.columns.encode import binary_from
+from stores.columns.encode import (
+    big_endian_column,
+    binary_data,
+    binary_from,
+    binary_offsets,
+    concat_rows,
+)
 from stores.columns.key_sort import key_runs, run_lasts
 
 #: The columns of changelog records (see the module doc).
@@ -125,6 +131,38 @@ def split_keys(
     return plain, fields
 
 
+def suffixed_keys(
+    keys: pa.Array | pa.ChunkedArray,
+    fields: Sequence[tuple[np.ndarray, int]],
+    order: np.ndarray | None = None,
+) -> pa.Array:
+    """Changelog keys ``key ‖ BE field ‖ ...`` (``split_keys`` undone; fields of 8 or 4
+    bytes) of the rows ``order`` picks (default: every row, in order), as binary. Keys of one
+    length are laid out in one numpy pass; others are joined by Arrow."""
+    keys = one_array(keys)
+    n = len(keys)
+    width = sum(w for _, w in fields)
+    offsets = binary_offsets(keys)
+    lengths = np.diff(offsets)
+    size = int(lengths[0]) if n else 0
+    if size and not keys.null_count and (lengths == size).all() and n * (size + width) < 1 << 31:
+        start = int(offsets[0])
+        # Rows as records of fixed-width fields (no padding): one gather per field.
+        row = np.dtype(
+            [("key", f"V{size}")] + [(f"f{i}", f">i{w}") for i, (_, w) in enumerate(fields)]
+        )
+        whole_keys = binary_data(keys)[start : start + n * size].view(f"V{size}")
+        if order is not None:
+            whole_keys, n = whole_keys[order], len(order)
+        out = np.empty(n, dtype=row)
+        out["key"] = whole_keys
+        for i, (values, _) in enumerate(fields):
+            out[f"f{i}"] = values if order is None else values[order]
+        return binary_from(out.view(np.uint8), np.arange(n + 1, dtype=np.int64) * (size + width))
+    joined = concat_rows(keys, *(big_endian_column(v, w) for v, w in fields), large=False)
+    return joined if order is None else joined.take(pa.array(order))
+
+
 __all__ = [
     "CHANGELOG_COLUMNS",
     "group_bounds",
@@ -135,5 +173,6 @@ __all__ = [
     "one_array",
     "split_keys",
     "stream_times",
+    "suffixed_keys",
     "unexpired",
 ]

@@ -42,8 +42,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from stores.columns.changelog import live_segments, no_headers, one_array, split_keys
-from stores.columns.encode import big_endian_column, concat_rows
+from stores.columns.changelog import (
+    live_segments,
+    no_headers,
+    one_array,
+    split_keys,
+    suffixed_keys,
+)
 from stores.records import ChangeLogContext, ChangelogRecord, ValueAndHeaders
 from stores.session.arguments import _bind, _count, _session, _windowed
 from stores.session.format import (
@@ -134,18 +139,15 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     n = raw.num_rows
     starts = raw.column("session_start").to_numpy(zero_copy_only=False).astype(np.int64)
     ends = raw.column("session_end").to_numpy(zero_copy_only=False).astype(np.int64)
-    binary = concat_rows(
-        one_array(raw.column("key")) if n else pa.array([], pa.binary()),
-        big_endian_column(ends, TIMESTAMP_SIZE),
-        big_endian_column(starts, TIMESTAMP_SIZE),
-        large=False,
-    )
     headers = raw.column("headers") if params.get("headers") else no_headers(n)
-    in_time = pa.array(np.argsort(ends, kind="stable"))
-    return pa.table(
-        {"key": binary, "value": raw.column("value"), "timestamp": pa.array(ends),
-         "headers": headers}
-    ).take(in_time)  # fmt: skip
+    rest = pa.table({"value": raw.column("value"), "timestamp": pa.array(ends), "headers": headers})
+    order = None
+    if not (ends[1:] >= ends[:-1]).all():
+        order = np.argsort(ends, kind="stable")
+        rest = rest.take(pa.array(order))
+    keys = one_array(raw.column("key")) if n else pa.array([], pa.binary())
+    binary = suffixed_keys(keys, [(ends, TIMESTAMP_SIZE), (starts, TIMESTAMP_SIZE)], order)
+    return rest.add_column(0, "key", binary)
 
 
 def store_columns(

@@ -72,9 +72,9 @@ from stores.columns.changelog import (
     no_headers,
     one_array,
     split_keys,
+    suffixed_keys,
     unexpired,
 )
-from stores.columns.encode import big_endian_column, concat_rows
 from stores.columns.key_sort import key_runs
 from stores.records import (
     ChangeLogContext,
@@ -197,18 +197,15 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
         order, first = key_runs(keys, suffix=[(starts, TIMESTAMP_SIZE)])
         run_start = np.flatnonzero(first)[np.cumsum(first) - 1]
         seqs[order] = (np.arange(n) - run_start + 1) & MAX_SEQNUM
-    binary = concat_rows(
-        keys,
-        big_endian_column(starts, TIMESTAMP_SIZE),
-        big_endian_column(seqs, SEQNUM_SIZE),
-        large=False,
-    )
     times = raw.column("timestamp") if params.get("timestamped") else pa.array(starts)
     headers = raw.column("headers") if params.get("headers") else no_headers(n)
-    in_time = pa.array(np.argsort(starts, kind="stable"))
-    return pa.table(
-        {"key": binary, "value": raw.column("value"), "timestamp": times, "headers": headers}
-    ).take(in_time)
+    rest = pa.table({"value": raw.column("value"), "timestamp": times, "headers": headers})
+    order = None
+    if not (starts[1:] >= starts[:-1]).all():
+        order = np.argsort(starts, kind="stable")
+        rest = rest.take(pa.array(order))
+    binary = suffixed_keys(keys, [(starts, TIMESTAMP_SIZE), (seqs, SEQNUM_SIZE)], order)
+    return rest.add_column(0, "key", binary)
 
 
 def store_columns(
