@@ -10,7 +10,9 @@ Per kind (string keys of 16 characters, string values of 100, ``partitioner=kafk
 - **changelog import**: ``import_changelog`` of the same rows as the kind's changelog records,
   in Spark's Kafka source shape (binary key and value, topic, partition, offset, int64 ms
   timestamp, timestampType), each Kafka partition's in offset order;
-- **plain read**: the store's first read of a commit, every partition (``Table.read_partition``);
+- **plain read**: the store's first read of a commit, every partition (``Table.read_partition``;
+  a versioned store's latest versions, and, as ``read_all``, its every version, which is what
+  its export holds);
 - **changelog export**: ``export_partition`` of every partition of the imported store (its
   first read too).
 
@@ -43,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from catalog import Catalog
 from catalog.kafka.changelog import export_partition, import_changelog
+from catalog.kinds import Scan
 from catalog.partitioner import partitions_of
 from catalog.table import Table
 
@@ -129,9 +132,11 @@ def plain_write(
     table.commit(stager.flush(), write_id=write_id)
 
 
-def plain_read(table: Table) -> int:
+def plain_read(table: Table, scan: Scan | None = None) -> int:
     snapshot = table.log.latest_id()
-    return sum(b.num_rows for p in range(PARTITIONS) for b in table.read_partition(p, snapshot))
+    return sum(
+        b.num_rows for p in range(PARTITIONS) for b in table.read_partition(p, snapshot, scan)
+    )
 
 
 def export(table: Table) -> int:
@@ -158,7 +163,7 @@ def timed(action: Callable[[], object], profile: bool) -> float:
 def bench_kind(kind: str, n: int, repeat: int, work: Path, profile: str | None) -> dict[str, float]:
     keys, values, columns, records = rows_of(kind, n)
     catalog = Catalog(str(work / "warehouse"), cache_dir=str(work / "caches"))
-    runs: dict[str, list[float]] = {"write": [], "import": [], "read": [], "export": []}
+    runs: dict[str, list[float]] = {}
     for i in range(repeat + 1):  # run 0 warms up
         plain = catalog.create_store(f"{kind}-plain{i}", kind, "string", "string", PARTITIONS,
                                      partitioner="kafka", **KINDS[kind])  # fmt: skip
@@ -171,15 +176,22 @@ def bench_kind(kind: str, n: int, repeat: int, work: Path, profile: str | None) 
             "read": partial(plain_read, plain),
             "export": partial(export, imported),
         }
+        if kind == "versioned":  # what the export holds: every version
+            actions["read_all"] = partial(plain_read, plain, Scan(all_versions=True))
         took = {name: timed(action, last and profile == name) for name, action in actions.items()}
         if i:
             for name, seconds in took.items():
-                runs[name].append(seconds)
+                runs.setdefault(name, []).append(seconds)
     medians = {name: statistics.median(r) for name, r in runs.items()}
     shown = "  ".join(f"{name} {s:5.2f}s" for name, s in medians.items())
     print(
         f"{kind:<12} {shown}   import/write {medians['write'] / medians['import']:4.2f}x"
-        f"   export/read {medians['read'] / medians['export']:4.2f}x",
+        f"   export/read {medians['read'] / medians['export']:4.2f}x"
+        + (
+            f" (all versions {medians['read_all'] / medians['export']:4.2f}x)"
+            if "read_all" in medians
+            else ""
+        ),
         flush=True,
     )
     return medians
@@ -190,7 +202,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--kinds", default=",".join(KINDS))
-    parser.add_argument("--profile", choices=["write", "import", "read", "export"])
+    parser.add_argument("--profile", choices=["write", "import", "read", "export", "read_all"])
     args = parser.parse_args()
     print(f"{args.rows:,} records, {PARTITIONS} partitions (partitioner=kafka), median of "
           f"{args.repeat}; ratios: rate of the changelog route / rate of its plain peer "

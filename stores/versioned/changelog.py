@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from stores.columns.changelog import no_headers, one_array, stream_times
 from stores.columns.key_sort import key_runs, run_lasts
@@ -96,26 +97,48 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     ends_column = raw.column("valid_to")
     open_ended = ends_column.is_null().to_numpy(zero_copy_only=False)
     ends = ends_column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    order, first = key_runs(keys, after=[(starts, False)])
+    order, first = _by_key_and_start(keys, starts)
     same_key_next = np.zeros(n, dtype=bool)
     same_key_next[:-1] = ~first[1:]
     next_start = np.empty(n, dtype=np.int64)
-    next_start[:-1] = starts[order][1:]
-    succeeded = same_key_next & (next_start == ends[order])
-    ended = order[~open_ended[order] & ~succeeded]
-    values = one_array(raw.column("value")) if n else pa.array([], pa.binary())
-    all_keys = pa.concat_arrays([keys, keys.take(pa.array(ended))]) if n else keys
-    all_values = pa.concat_arrays([values, pa.nulls(len(ended), pa.binary())]) if n else values
+    next_start[:-1] = starts[order][1:] if order is not None else starts[1:]
+    ordered_ends = ends if order is None else ends[order]
+    ordered_open = open_ended if order is None else open_ended[order]
+    succeeded = same_key_next & (next_start == ordered_ends)
+    ended = ~ordered_open & ~succeeded
+    ended = np.flatnonzero(ended) if order is None else order[ended]
+    # Record j: the put of raw row rows[j], or (past n) the tombstone ending raw row rows[j].
+    rows = np.concatenate([np.arange(n), ended])
     times = np.concatenate([starts, ends[ended]])
-    in_time = pa.array(np.argsort(times, kind="stable"))
+    in_time = np.argsort(times, kind="stable")
+    picked = rows[in_time]
+    values = one_array(raw.column("value")) if n else pa.array([], pa.binary())
     return pa.table(
         {
-            "key": all_keys.take(in_time),
-            "value": all_values.take(in_time),
-            "timestamp": pa.array(times).take(in_time),
+            "key": keys.take(pa.array(picked)),
+            "value": values.take(pa.array(picked, mask=in_time >= n)),
+            "timestamp": pa.array(times[in_time]),
             "headers": no_headers(len(times)),
         }
     )
+
+
+def _by_key_and_start(keys: pa.Array, starts: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """The order of rows by (key bytes, start) (None: they are in it, as a scan gives them)
+    and, in that order, where each key's rows begin."""
+    n = len(keys)
+    if n > 1:
+        later, earlier = keys.slice(1), keys.slice(0, n - 1)
+        same = pc.equal(later, earlier).to_numpy(zero_copy_only=False)
+        if (
+            not pc.any(pc.less(later, earlier)).as_py()
+            and not (same & (starts[1:] < starts[:-1])).any()
+        ):
+            first = np.ones(n, dtype=bool)
+            first[1:] = ~same
+            return None, first
+    order, first = key_runs(keys, after=[(starts, False)])
+    return order, first
 
 
 def store_columns(
