@@ -200,11 +200,11 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     times = raw.column("timestamp") if params.get("timestamped") else pa.array(starts)
     headers = raw.column("headers") if params.get("headers") else no_headers(n)
     rest = pa.table({"value": raw.column("value"), "timestamp": times, "headers": headers})
-    order = None
+    in_time = None
     if not (starts[1:] >= starts[:-1]).all():
-        order = np.argsort(starts, kind="stable")
-        rest = rest.take(pa.array(order))
-    binary = suffixed_keys(keys, [(starts, TIMESTAMP_SIZE), (seqs, SEQNUM_SIZE)], order)
+        in_time = np.argsort(starts, kind="stable")
+        rest = rest.take(pa.array(in_time))
+    binary = suffixed_keys(keys, [(starts, TIMESTAMP_SIZE), (seqs, SEQNUM_SIZE)], in_time)
     return rest.add_column(0, "key", binary)
 
 
