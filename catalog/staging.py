@@ -5,7 +5,8 @@ A Spark write task receives its rows as a stream of Arrow batches while the JVM 
 values, check every row, compute each key's partition and cut the batch into partition
 pieces), so that what is left when the stream ends is one concatenation per partition, the
 changelog file's compression and its one write (``flush``). ``StoreTable.stage`` is one
-``add`` and one ``flush``.
+``add`` and one ``flush``. ``add_serialized`` takes rows serialized already (a Kafka changelog's
+records), kept as they are once checked to decode by the store's types.
 
 Every row of a batch is checked before the batch is kept, so no file can hold a row that the
 store cannot apply or read back (see ``StoreTable.stage`` for the rules).

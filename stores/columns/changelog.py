@@ -117,11 +117,24 @@ def split_keys(
     """
     keys = one_array(keys)
     n, total = len(keys), sum(widths)
-    plain = pc.binary_slice(keys, 0, -total).cast(pa.binary()) if total else keys
-    suffix = pc.binary_slice(keys, -total).cast(pa.binary(total))
-    block = np.frombuffer(
-        suffix.buffers()[1], np.uint8, count=n * total, offset=suffix.offset * total
-    ).reshape(n, total)
+    offsets = binary_offsets(keys)
+    size = int(offsets[1] - offsets[0]) if n else 0
+    if size > total and not keys.null_count and (np.diff(offsets) == size).all():
+        # Keys of one length: the data buffer is a (rows, size) matrix already.
+        start = int(offsets[0])
+        rows = binary_data(keys)[start : start + n * size].reshape(n, size)
+        plain_size = size - total
+        plain = binary_from(
+            np.ascontiguousarray(rows[:, :plain_size]).reshape(-1),
+            np.arange(n + 1, dtype=np.int64) * plain_size,
+        )
+        block = rows[:, plain_size:]
+    else:
+        plain = pc.binary_slice(keys, 0, -total).cast(pa.binary()) if total else keys
+        suffix = pc.binary_slice(keys, -total).cast(pa.binary(total))
+        block = np.frombuffer(
+            suffix.buffers()[1], np.uint8, count=n * total, offset=suffix.offset * total
+        ).reshape(n, total)
     fields = []
     at = 0
     for width in widths:
