@@ -22,8 +22,10 @@ can push down is handed only to the worker that will call ``pushFilters``.
 Spark 4.3 and older keep the reader planned by a pushdown on the data source object that every
 scan of one DataFrame shares: after ``df.where("key = 'a'").collect()``, ``df.count()`` reuses
 the pruned reader and counts one row. Pushdown is therefore used only where Spark keeps that
-state per scan (``SPARK_SCOPES_PUSHDOWN``: the releases with ``DataSourceReader.pushLimit``,
-which came with the fix); elsewhere Spark applies every filter itself and results stay right.
+state per scan (``spark_scopes_pushdown``: the releases with ``DataSourceReader.pushLimit``,
+which came with the fix: SPARK-58551, apache/spark#57752, for 5.0); elsewhere Spark applies every
+filter itself and results stay right. ``tests/datasource/test_pushdown_planner.py`` runs Spark's
+own pushdown worker as such a release would, per scan, so this path is exercised on 4.3 too.
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ from stores.types import TypeJson
 
 _PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
 
-#: Whether this Spark keeps a pushdown's planned reader per scan (see module doc).
-SPARK_SCOPES_PUSHDOWN = hasattr(DataSourceReader, "pushLimit")
+def spark_scopes_pushdown() -> bool:
+    """Whether this Spark keeps a pushdown's planned reader per scan (see module doc)."""
+    return hasattr(DataSourceReader, "pushLimit")
 
 _COMPARISONS = {
     GreaterThan: "greater",
@@ -80,7 +83,7 @@ def called_by_pushdown_planner(depth: int = 2) -> bool:
 
 def pushdown_wanted(depth: int = 3) -> bool:
     """Whether ``DefaultSource.reader`` should return the reader that takes filters."""
-    return SPARK_SCOPES_PUSHDOWN and called_by_pushdown_planner(depth)
+    return spark_scopes_pushdown() and called_by_pushdown_planner(depth)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pyspark.sql.datasource import (
+    DataSourceReader,
     EqualNullSafe,
     EqualTo,
     GreaterThan,
@@ -152,11 +153,12 @@ def test_the_pushdown_reader_goes_only_to_the_pushdown_planner(
                    "/x/pyspark/sql/worker/data_source_pushdown_filters.py", "exec")  # fmt: skip
     scope: dict[str, object] = {}
     exec(code, scope)  # noqa: S102 - a caller frame from that file, as in Spark
-    monkeypatch.setattr(pushdown, "SPARK_SCOPES_PUSHDOWN", True)
+    assert type(scope["_main"](source)) is StateStoreReader  # type: ignore[operator]  # 4.3
+    # A Spark that keeps pushdown per scan (it has DataSourceReader.pushLimit, 5.0):
+    monkeypatch.setattr(DataSourceReader, "pushLimit", lambda self, limit: False, raising=False)
+    assert pushdown.spark_scopes_pushdown()
     assert type(scope["_main"](source)) is PushdownStateStoreReader  # type: ignore[operator]
     assert type(source.reader(None)) is StateStoreReader  # any other caller
-    monkeypatch.setattr(pushdown, "SPARK_SCOPES_PUSHDOWN", False)
-    assert type(scope["_main"](source)) is StateStoreReader  # type: ignore[operator]
 
 
 def test_a_catalog_read_and_a_pushed_read_agree(rates: str) -> None:
