@@ -5,8 +5,12 @@ micro-batch's rows as a batch write does (``datasource.writer``), and the driver
 them as one commit whose transaction is (application id, batch id): the application id is the
 streaming query's id (kept in its checkpoint, so it survives restarts), or option ``txnAppId``.
 When Spark replays a batch after a failure, a commit of that (id, batch) exists already and the
-replay is skipped (Delta's idempotent writes, ``catalog.log.commits``). Output modes append and
-update write as a batch append; complete mode replaces the store's contents each batch.
+replay is skipped (Delta's idempotent writes, ``catalog.log.commits``). Output mode append
+appends; complete replaces the store's contents each batch. Spark 4.3 gives a Python sink no
+update mode (``PythonWriteBuilder`` lacks ``SupportsStreamingUpdateAsAppend``: Spark fails
+the query, "does not support Update mode", before this writer runs);
+``foreachBatch(upsert_into(store))`` (``datasource.upsert``) writes an update-mode query
+exactly once instead.
 
 Tasks learn the query id from Spark's task-local properties and report it with their staged
 files. Each task names its files with a fresh id: an abort deletes the files its batch's tasks
