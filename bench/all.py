@@ -52,6 +52,8 @@ def runs(quick: bool) -> list[tuple[str, list[str]]]:
     out.append(("cache build vs raw rocksdict", ["cache_build.py", "--rows", str(rows)]))
     out.append(("single-key as-of vs raw rocksdict seek_for_prev", ["asof_lookup.py"]))
     out.append(("as-of join through Spark vs Spark SQL joins", ["asof_join.py"]))
+    out.append(("Kafka changelog import and export without Spark, every kind",
+                ["changelog_columns.py", "--rows", str(rows)]))  # fmt: skip
     out.append(("Kafka Streams: changelog and state dir routes, an application's start",
                 ["kafka_interop.py", "--rows", str(rows), "--kafka"]))  # fmt: skip
     return out
