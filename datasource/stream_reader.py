@@ -52,7 +52,7 @@ from catalog.catalog import Catalog, StoreTable
 from catalog.log.spec import StoreSpec
 from catalog.operations.change_feed import CHANGE_COLUMNS, partition_changes
 from datasource.errors import surface_errors
-from datasource.options import StoreOptions
+from datasource.options import COMMIT_OPTIONS, StoreOptions
 from stores.errors import InvalidOptionError
 
 #: The change types that are rows as the store holds them after their commit.
@@ -143,9 +143,14 @@ def _refuse_batch_options(options: StoreOptions) -> None:
             )
     shaping = list(dict.fromkeys([*options.instant_options(), *options.reads]))
     if shaping:
+        instead = (
+            "start it at a commit with 'startingVersion'"
+            if shaping[0] in COMMIT_OPTIONS
+            else "filter the stream instead (.where(...))"
+        )
         raise InvalidOptionError(
             f"option {shaping[0]!r} shapes a batch read and does not apply to a stream, which "
-            "streams the rows of each new commit; filter the stream instead (.where(...))"
+            f"streams the rows of each new commit: {instead}"
         )
     if options.read_change_feed and options.ignore_deletes is not None:
         raise InvalidOptionError(
@@ -260,7 +265,9 @@ def post_images(
             yield pa.RecordBatch.from_arrays(rows.columns[:kept], schema=schema)
 
 
-def _deletes_refused(deletes: pa.RecordBatch, plan: StreamPlan, partition: int) -> InvalidOptionError:
+def _deletes_refused(
+    deletes: pa.RecordBatch, plan: StreamPlan, partition: int
+) -> InvalidOptionError:
     commit = deletes.column("_commit_version")[0].as_py()
     key = repr(deletes.column("key")[0].as_py())
     key = key if len(key) <= 60 else key[:57] + "..."

@@ -32,7 +32,9 @@ def _put(*time_columns: str) -> Put:
     def put(table: StoreTable, rows: list[tuple[Any, ...]]) -> None:
         keys = pa.array([r[0] for r in rows])
         values = pa.array([r[1] for r in rows], pa.int64())
-        columns = {c: pa.array([r[2 + i] for r in rows], pa.int64()) for i, c in enumerate(time_columns)}
+        columns = {
+            c: pa.array([r[2 + i] for r in rows], pa.int64()) for i, c in enumerate(time_columns)
+        }
         table.commit(table.stage(keys, values, columns or None))
 
     return put
@@ -186,7 +188,11 @@ def test_a_stream_error_reaches_the_user_as_its_coded_line(spark: Any, tmp_path:
     with pytest.raises(Exception) as failure:
         _tail(spark, root, tmp_path / "c", versionAsOf="1")
     message = str(failure.value)
-    assert "stores.errors.InvalidOptionError: [INVALID_OPTION] option 'versionAsOf'" in message
+    assert (
+        "stores.errors.InvalidOptionError: [INVALID_OPTION] option 'versionAsOf' shapes a batch "
+        "read and does not apply to a stream, which streams the rows of each new commit: start "
+        "it at a commit with 'startingVersion'"
+    ) in message
     # Not buried under Spark's own UnboundLocalError, nor under our traceback.
     assert "UnboundLocalError" not in message and "Traceback" not in message
 
