@@ -35,9 +35,11 @@ SHOW_TRACEBACK = "STATE_STORE_TRACEBACK"
 #: Spark's Python workers report only the exception line when this is set.
 _HIDE = "SPARK_HIDE_TRACEBACK"
 #: The Spark hooks whose errors are surfaced (methods Spark calls on our objects).
+#: Not ``streamReader``: Spark's streaming runner replaces an error raised there (see
+#: ``_worker_entries``), and hiding the traceback would hide ours; it must not raise.
 HOOKS = frozenset(
     {
-        "schema", "reader", "writer", "streamReader", "streamWriter", "partitions", "read",
+        "schema", "reader", "writer", "streamWriter", "partitions", "read",
         "pushFilters", "write", "commit", "abort", "initialOffset", "latestOffset",
         "getDefaultReadLimit", "prepareForTriggerAvailableNow",
     }
@@ -48,17 +50,21 @@ T = TypeVar("T", bound=type)
 
 def _worker_entries() -> tuple[tuple[str, ...], str]:
     """The files of Spark's Python worker entry points that report an exception to the JVM and
-    exit: ``pyspark.worker`` and ``pyspark.sql.worker.*``.
+    exit: ``pyspark.worker``, the streaming source runner and ``pyspark.sql.worker.*``.
 
-    Not the streaming source runner (``pyspark.sql.streaming.python_streaming_source_runner``):
-    in PySpark 4.3, when creating the stream reader fails, its ``finally: reader.stop()`` raises
-    an ``UnboundLocalError`` that replaces our error, which then shows only as that error's
-    context, in the traceback: hiding it would hide our message.
+    In PySpark 4.3 the streaming source runner
+    (``pyspark.sql.streaming.python_streaming_source_runner``) builds the stream reader inside
+    ``try: ... finally: reader.stop()``: when building it fails, an ``UnboundLocalError``
+    replaces the error, which then shows only as that error's context, and hiding the traceback
+    would hide it. So ``DataSource.streamReader`` must not raise (ours defers every check to the
+    reader's first hook, ``datasource.stream_reader``) and is not a surfaced hook; errors of the
+    reader's hooks the runner reports as they are.
     """
     import pyspark
 
     root = os.path.dirname(os.path.abspath(pyspark.__file__))
-    return (os.path.join(root, "worker.py"),), os.path.join(root, "sql", "worker") + os.sep
+    runner = os.path.join(root, "sql", "streaming", "python_streaming_source_runner.py")
+    return (os.path.join(root, "worker.py"), runner), os.path.join(root, "sql", "worker") + os.sep
 
 
 def in_spark_worker() -> bool:

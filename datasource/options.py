@@ -67,6 +67,7 @@ OPTIONS = (
     "endingTimestamp",
     "maxRowsPerTrigger",
     "maxCommitsPerTrigger",
+    "ignoreDeletes",
     "list",
     *KAFKA_OPTIONS,
 )
@@ -110,6 +111,9 @@ class StoreOptions:
     ending_timestamp_ms: int | None = None
     max_rows_per_trigger: int | None = None
     max_commits_per_trigger: int | None = None
+    #: ``ignoreDeletes`` of a plain stream (Delta's option; None: not given, which skips
+    #: deletes): ``False`` fails the query at a commit that deletes rows.
+    ignore_deletes: bool | None = None
     list_what: str | None = None  # "stores": the warehouse's stores as a table
     timestamp_as_of_ms: int | None = None
     txn_app_id: str | None = None
@@ -188,6 +192,7 @@ class StoreOptions:
             ending_timestamp_ms=_instant(given, "endingTimestamp"),
             max_rows_per_trigger=_positive_int(given, "maxRowsPerTrigger"),
             max_commits_per_trigger=_positive_int(given, "maxCommitsPerTrigger"),
+            ignore_deletes=_boolean(given, "ignoreDeletes"),
             list_what=_list_what(given),
             timestamp_as_of_ms=_instant(given, "timestampAsOf"),
             txn_app_id=_txn_app_id(given, streaming),

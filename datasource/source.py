@@ -122,9 +122,11 @@ class DefaultSource(DataSource):
         return StateStoreWriter.plan(options, schema, overwrite)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from datasource.stream_reader import ChangeFeedStreamReader
+        # The options are parsed by the reader's first hook, not here: Spark 4.3's streaming
+        # runner buries an error raised while the reader is built (``datasource.stream_reader``).
+        from datasource.stream_reader import StoreStreamReader
 
-        return ChangeFeedStreamReader(self._options())
+        return StoreStreamReader(self.options)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
         from datasource.options import StoreOptions

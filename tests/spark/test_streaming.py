@@ -103,11 +103,3 @@ def test_a_store_streams_its_changes_and_resumes_from_its_checkpoint(
     _tail(spark, tmp_path, seen)  # restarted: only what came after its checkpoint
     assert seen == [(2, "delete", "b", 3)]
 
-
-def test_a_stream_must_ask_for_the_change_feed(spark: Any, tmp_path: Path) -> None:
-    Catalog(str(tmp_path / "wh")).create_store("src", "keyvalue", "string", "long")
-    stream = spark.readStream.format("state_store").option("root", str(tmp_path / "wh")).load("src")
-    query = stream.writeStream.format("noop").option(
-        "checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True).start()  # fmt: skip
-    with pytest.raises(Exception, match="add .option\\('readChangeFeed', 'true'\\)"):
-        query.awaitTermination()
