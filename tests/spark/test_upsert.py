@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,7 +44,11 @@ def _counts(df: Any, timestamped: bool) -> Any:
 def _stream(
     spark: Any, base: Path, store: str, checkpoint: str = "checkpoint", **options: Any
 ) -> Any:
-    events = spark.readStream.schema("key string, ts long").json(str(base / "in"))
+    """The running count into ``store``; ``files`` (if given): input files per micro-batch."""
+    reader = spark.readStream.schema("key string, ts long")
+    if "files" in options:
+        reader = reader.option("maxFilesPerTrigger", options.pop("files"))
+    events = reader.json(str(base / "in"))
     timestamped = options.get("kind") == "timestamped"
     return (
         _counts(events, timestamped).writeStream.outputMode("update")
@@ -280,3 +286,44 @@ def test_a_query_failed_mid_batch_restarts_and_commits_each_batch_once(
     app = f"stream-{query.id}"
     assert _txns(tmp_path, "counts") == [Txn(app, 0), Txn(app, 1)]  # batch 1 committed once
     _files_match_the_log(tmp_path, "counts")
+
+
+def test_an_application_killed_after_a_batch_committed_restarts_exactly_once(
+    spark: Any, tmp_path: Path, spark_env: dict[str, str]
+) -> None:
+    # The commit runs in the driver's Python process: a kill there is the whole application's.
+    _add(tmp_path, "0.json", [("a", 1), ("b", 2)])
+    _add(tmp_path, "1.json", [("a", 3), ("c", 4)])
+    rules = tmp_path / "app-faults"
+    rules.write_text("commit.after_record killgroup\n")  # batch 0's record landed, then death
+    app = subprocess.Popen(
+        [sys.executable, __file__, str(tmp_path)],
+        env={**spark_env, "STATE_STORE_FAULTS": str(rules)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    out, err = app.communicate(timeout=300)
+    assert app.returncode == -9 and "not killed" not in out, err[-3000:]
+    assert Path(f"{rules}.fired").exists()
+    assert len(_txns(tmp_path, "counts")) == 1  # batch 0, committed; Spark never learned it
+    query = _run(spark, tmp_path, "counts", files=1)  # restarted: batch 0 again
+    app_id = f"stream-{query.id}"
+    assert _txns(tmp_path, "counts") == [Txn(app_id, 0), Txn(app_id, 1)]
+    assert _rows(spark, tmp_path, "counts") == _batch_answer(spark, tmp_path, False)
+    _files_match_the_log(tmp_path, "counts")
+
+
+def _killed_app(base: Path) -> None:
+    """The application the test above kills: the running count, one input file per batch."""
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]").appName("state_store upsert kill test")
+        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )  # fmt: skip
+    _run(spark, base, "counts", files=1)
+    print("the application was not killed", flush=True)
+
+
+if __name__ == "__main__":
+    _killed_app(Path(sys.argv[1]))
