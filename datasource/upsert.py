@@ -49,6 +49,15 @@ if TYPE_CHECKING:
 
 #: The local property of Spark's stream thread that holds the query id.
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
+_WHERE = "give the store as the first argument and the warehouse as root="
+#: A batch write's options that ``upsert_into`` takes otherwise, or not at all (lower-cased).
+_NOT_OPTIONS = {
+    "store": _WHERE,
+    "path": _WHERE,
+    "root": _WHERE,
+    "txnversion": "each micro-batch's batch id is its transaction version; give 'txnAppId' "
+    "alone (default: derived from the streaming query's id)",
+}
 
 
 def upsert_into(
@@ -71,15 +80,10 @@ def upsert_into(
     """
     given = {name: _text(value) for name, value in options.items()}
     for name in given:
-        if name.lower() in ("store", "path", "root", "txnversion"):
+        reason = _NOT_OPTIONS.get(name.lower())
+        if reason is not None:
             raise InvalidOptionError(
-                f"option {name!r} is not an option of upsert_into: "
-                + (
-                    "each micro-batch's batch id is its transaction version; give 'txnAppId' "
-                    "alone (default: derived from the streaming query's id)"
-                    if name.lower() == "txnversion"
-                    else "give the store as the first argument and the warehouse as root="
-                ),
+                f"option {name!r} is not an option of upsert_into: {reason}",
                 code="UNEXPECTED_OPTION",
             )
     given["store"] = store
