@@ -11,7 +11,7 @@ from typing import Any
 
 from datasource.source import FORMAT, DefaultSource
 
-__all__ = ["FORMAT", "DefaultSource", "asof_join"]
+__all__ = ["FORMAT", "DefaultSource", "asof_join", "upsert_into"]
 
 
 def __getattr__(name: str) -> Any:
@@ -23,4 +23,8 @@ def __getattr__(name: str) -> Any:
         from datasource.asof import asof_join
 
         return asof_join
+    if name == "upsert_into":  # streaming update mode through foreachBatch (``upsert``)
+        from datasource.upsert import upsert_into
+
+        return upsert_into
     raise AttributeError(f"module 'datasource' has no attribute {name!r}")
