@@ -1,7 +1,7 @@
-"""The Spark connector: the ``state_store`` data source, and ``asof_join``.
+"""The Spark connector: the ``state_store`` data source, ``asof_join`` and ``upsert_into``.
 
 Import direction, each module only those after it: ``source`` (Spark's ``DataSource``) ->
-``stream_writer`` -> ``writer``; ``stream_reader``, ``history`` -> ``reader`` -> ``options``
+``stream_writer``, ``upsert`` (update-mode streams through ``foreachBatch``) -> ``writer``; ``stream_reader``, ``history`` -> ``reader`` -> ``options``
 (parsed once; the kinds' options derived from ``catalog.kinds``), ``pushdown``,
 ``intervals``, ``spark_types``, ``errors`` -> ``catalog``, ``stores``; ``asof`` (the join)
 beside them. The connector names no store kind: what differs between kinds the kinds declare.

@@ -100,7 +100,7 @@ def test_every_python_block_of_the_readme_runs(
 
     catalog = Catalog(root)
     assert sorted(catalog.list()) == [
-        "clicks", "counts", "counts_copy", "counts_mirror", "rates", "s"
+        "clicks", "counts", "counts_copy", "counts_mirror", "page_counts", "rates", "s"
     ]  # fmt: skip
     assert sorted(r["key"] for r in catalog.load("counts_copy").to_arrow().to_pylist()) == [
         "alice", "bob", "carol"
