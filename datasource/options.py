@@ -233,9 +233,19 @@ class StoreOptions:
         return read_scan(self.reads)
 
     def reads_only(self) -> list[str]:
-        """The options given that apply to reads only (a write refuses them)."""
+        """The options given that apply to reads (batch or stream) only (a write refuses them)."""
         kinds = [o for o in self.reads if READ_PARAMS[o].refused_by_writes]
-        return kinds + self._commit_options()
+        modes = (
+            ("readHistory", self.read_history or None), ("readChangeFeed", self.read_change_feed or None),
+            ("startingVersion", self.starting_version), ("endingVersion", self.ending_version),
+            ("startingTimestamp", self.starting_timestamp_ms),
+            ("endingTimestamp", self.ending_timestamp_ms),
+            ("maxRowsPerTrigger", self.max_rows_per_trigger),
+            ("maxCommitsPerTrigger", self.max_commits_per_trigger),
+            ("ignoreDeletes", self.ignore_deletes), ("list", self.list_what),
+            ("readAs", self.read_as), ("kafkaStateDir", self.kafka_state_dir),
+        )  # fmt: skip
+        return kinds + self._commit_options() + [o for o, v in modes if v is not None]
 
     def instant_options(self) -> list[str]:
         """The options given that pick the instant or the commit a read sees (a change feed,

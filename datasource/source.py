@@ -85,6 +85,13 @@ class DefaultSource(DataSource):
         from datasource.reader import PushdownStateStoreReader, StateStoreReader
 
         options = self._options()
+        if options.ignore_deletes is not None:
+            from stores.errors import InvalidOptionError
+
+            raise InvalidOptionError(
+                "option 'ignoreDeletes' applies to a plain stream (spark.readStream without "
+                "readChangeFeed); a batch read shows the store as a commit left it: drop the option"
+            )
         if options.read_as is not None:
             from datasource.kafka import KafkaChangelogReader
 

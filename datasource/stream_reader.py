@@ -6,7 +6,7 @@ the store holds after it for the keys it wrote: the change feed's ``insert`` and
 the store's read schema. That is the batch schema, so ``DataSource.schema`` (which Spark asks
 before it says whether a read is a stream) is right for both, and every row streamed for commit
 N is a row of the batch read ``versionAsOf`` N. A row a commit leaves equal is not streamed
-again. A versioned store's rows are its latest view (``valid_to`` null): a version written
+again, an overwrite's included (it streams what it changed: ``overwrite_as_diff``). A versioned store's rows are its latest view (``valid_to`` null): a version written
 behind a key's latest one leaves that view as it was and is not streamed (a batch read with
 ``versions=all`` shows it).
 
@@ -230,7 +230,10 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, ChangeRange)
         plan = partition.plan
         table = StoreTable(Catalog(plan.root), plan.spec)
-        changes = partition_changes(table, partition.partition, partition.first, partition.last)
+        changes = partition_changes(
+            table, partition.partition, partition.first, partition.last,
+            overwrite_as_diff=not plan.change_feed,
+        )  # fmt: skip
         if plan.change_feed:
             yield from changes
         else:

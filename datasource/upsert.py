@@ -103,7 +103,10 @@ def _check(options: StoreOptions) -> None:
     """Refuse what a micro-batch's put cannot take (the rest the writer checks per batch)."""
     refused = options.reads_only()
     if refused:
-        raise InvalidOptionError(f"option {refused[0]!r} applies to reads only")
+        raise InvalidOptionError(
+            f"option {refused[0]!r} applies to reads (spark.read, readStream) only; "
+            "drop it from upsert_into"
+        )
     if options.overwrite_schema:
         raise InvalidOptionError(
             "option 'overwriteSchema' applies to batch writes with .mode(\"overwrite\"); "

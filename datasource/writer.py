@@ -150,12 +150,26 @@ class StateStoreWriter(DataSourceArrowWriter):
         """
         refused = options.reads_only()
         if refused:
-            raise InvalidOptionError(f"option {refused[0]!r} applies to reads only")
+            raise InvalidOptionError(
+                f"option {refused[0]!r} applies to reads (spark.read, readStream) only; "
+                "drop it from this write"
+            )
+        kafka = [o for o, v in (("applicationId", options.application_id),
+                                ("kafkaStore", options.kafka_store),
+                                ("kafkaPartitions", options.kafka_partitions),
+                                ("keyType", options.key_type), ("valueType", options.value_type))
+                 if v is not None]  # fmt: skip
+        if kafka:
+            raise InvalidOptionError(
+                f"option {kafka[0]!r} applies to a Kafka changelog import "
+                "(option('writeFrom', 'kafkaChangelog')) or export (readAs); a write of a "
+                "DataFrame takes the store's types from its columns: drop the option"
+            )
         if options.overwrite_schema and not overwrite:
             raise InvalidOptionError(
                 "option 'overwriteSchema' replaces a store's schema together with its contents, "
-                "so it needs .mode(\"overwrite\"); this write appends: write with "
-                ".mode(\"overwrite\") or drop the option",
+                'so it needs .mode("overwrite"); this write appends: write with '
+                '.mode("overwrite") or drop the option',
                 code="OVERWRITE_SCHEMA_NEEDS_OVERWRITE",
             )
         catalog = Catalog(options.root, single_writer=options.single_writer)
@@ -202,8 +216,8 @@ class StateStoreWriter(DataSourceArrowWriter):
                 raise InvalidOptionError(
                     f"column {name!r} has type {describe(got)} but store {spec.name!r} holds "
                     f"{describe(expected)}; cast the column to {describe(expected)}, or "
-                    "replace the store's schema and contents with .mode(\"overwrite\")"
-                    ".option(\"overwriteSchema\", \"true\")",
+                    'replace the store\'s schema and contents with .mode("overwrite")'
+                    '.option("overwriteSchema", "true")',
                     code="COLUMN_TYPE_MISMATCH",
                 )
         layout = table.layout
@@ -341,7 +355,9 @@ class StateStoreWriter(DataSourceArrowWriter):
             columns[time.name] = self._millis(data, time.name)  # checked by ``add``
         derived = {c: self._millis(data, c) for c in layout.derived if c in data.column_names}
         if derived:
-            kind_of(self.spec.kind).check_write({**columns, **derived}, self.spec.params, self.spec.name)
+            kind_of(self.spec.kind).check_write(
+                {**columns, **derived}, self.spec.params, self.spec.name
+            )
         if layout.headers:
             if HEADERS in data.column_names:
                 columns[HEADERS] = headers_from_arrow(data.column(HEADERS).combine_chunks())

@@ -104,9 +104,15 @@ def version_range(
 
 
 def partition_changes(
-    table: Table, partition: int, start: int, end: int
+    table: Table, partition: int, start: int, end: int, *, overwrite_as_diff: bool = False
 ) -> Iterator[pa.RecordBatch]:
-    """The changes of commits ``start..end`` in one partition (see module doc)."""
+    """The changes of commits ``start..end`` in one partition (see module doc).
+
+    Args:
+        overwrite_as_diff: an overwrite reads as what it changed (the rows it removed as
+            deletes, the rows it changed or added, none it left equal), as an append does,
+            instead of deletes of everything plus inserts (a plain stream's post-images).
+    """
     if end < start:
         return
     cache = table.partition_cache(partition)
@@ -134,7 +140,7 @@ def partition_changes(
             before = _rows(cache, private, commit_id - 1, touched)
             cache.materialize(private, commit_id)
             after = _rows(cache, private, commit_id, touched)
-            if record.overwrite:
+            if record.overwrite and not overwrite_as_diff:
                 changes = [(before, "delete"), (after, "insert")]
             else:
                 changes = _diff(before, after, identity)
@@ -192,7 +198,9 @@ def _numbered(rows: pa.Table, identity: list[str], name: str) -> pa.Table:
     n = rows.num_rows
     index = np.arange(n, dtype=np.int64)
     ids = rows.select(identity).append_column(name, pa.array(index))
-    order = pc.sort_indices(ids, sort_keys=[(c, "ascending") for c in identity] + [(name, "ascending")])
+    order = pc.sort_indices(
+        ids, sort_keys=[(c, "ascending") for c in identity] + [(name, "ascending")]
+    )
     ordered = ids.take(order)
     starts = np.zeros(n, dtype=bool)
     if n:
@@ -205,14 +213,14 @@ def _numbered(rows: pa.Table, identity: list[str], name: str) -> pa.Table:
     group_start = np.maximum.accumulate(np.where(starts, np.arange(n), 0))
     occurrence = np.empty(n, dtype=np.int64)
     occurrence[order.to_numpy()] = np.arange(n) - group_start
-    return rows.select(identity).append_column("__occurrence", pa.array(occurrence)).append_column(
-        name, pa.array(index)
+    return (
+        rows.select(identity)
+        .append_column("__occurrence", pa.array(occurrence))
+        .append_column(name, pa.array(index))
     )
 
 
-def _diff(
-    before: pa.Table, after: pa.Table, identity: list[str]
-) -> list[tuple[pa.Table, str]]:
+def _diff(before: pa.Table, after: pa.Table, identity: list[str]) -> list[tuple[pa.Table, str]]:
     """Pair rows by identity: new ones are inserts, gone ones deletes, changed ones updates."""
     keys = [*identity, "__occurrence"]
     joined = _numbered(before, identity, "__before").join(
@@ -226,7 +234,9 @@ def _diff(
     same = np.ones(paired_old.num_rows, dtype=bool)
     for column in before.column_names:
         equal = pc.equal(paired_old.column(column), paired_new.column(column))
-        nulls = pc.and_(pc.is_null(paired_old.column(column)), pc.is_null(paired_new.column(column)))
+        nulls = pc.and_(
+            pc.is_null(paired_old.column(column)), pc.is_null(paired_new.column(column))
+        )
         same &= pc.or_(equal.fill_null(False), nulls).to_numpy(zero_copy_only=False)
     changed = pa.array(~same)
     return [

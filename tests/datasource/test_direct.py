@@ -12,6 +12,7 @@ from catalog import Catalog
 from catalog.log.records import Txn
 from datasource.options import StoreOptions
 from datasource.reader import StateStoreReader
+from datasource.source import DefaultSource
 from datasource.writer import StagedFiles, StateStoreWriter
 from stores.errors import CommitConflictError, InvalidOptionError
 
@@ -107,7 +108,9 @@ def test_a_bad_batch_after_a_flush_leaves_no_file(
     assert len({f.path for f in staged.files}) == 3  # flushed files of one task, in order
     writer.commit([staged])
     assert {r["key"] for r in read_all(StateStoreReader.plan(options(warehouse)))} == {
-        "k0", "k1", "k2"
+        "k0",
+        "k1",
+        "k2",
     }
 
 
@@ -118,8 +121,22 @@ def test_creation_options_that_contradict_the_store_are_refused(warehouse: str) 
         StateStoreWriter.plan(options(warehouse, numPartitions="3"), SCHEMA, overwrite=False)
     with pytest.raises(InvalidOptionError, match="option 'kind' is 'keyvalue'"):
         StateStoreReader.plan(options(warehouse, kind="keyvalue"))
-    with pytest.raises(InvalidOptionError, match="reads only"):
+    with pytest.raises(InvalidOptionError, match="applies to reads"):
         StateStoreWriter.plan(options(warehouse, asOfTimestamp="5"), SCHEMA, overwrite=False)
+    # Options of reads, streams and the Kafka routes are refused by a DataFrame write, naming them.
+    for option, value, says in (
+        ("readHistory", "true", "'readHistory' applies to reads"),
+        ("endingVersion", "1", "'endingVersion' applies to reads"),
+        ("ignoreDeletes", "false", "'ignoreDeletes' applies to reads"),
+        ("list", "stores", "'list' applies to reads"),
+        ("keyType", "string", "'keyType' applies to a Kafka changelog import"),
+        ("applicationId", "app", "'applicationId' applies to a Kafka changelog import"),
+    ):
+        with pytest.raises(InvalidOptionError, match=says):
+            StateStoreWriter.plan(options(warehouse, **{option: value}), SCHEMA, overwrite=False)
+    # ignoreDeletes is a plain stream's: a batch read refuses it.
+    with pytest.raises(InvalidOptionError, match="'ignoreDeletes' applies to a plain stream"):
+        DefaultSource({"store": "rates", "root": warehouse, "ignoreDeletes": "true"}).reader(None)
     # Matching creation options are fine on later reads and writes.
     StateStoreWriter.plan(options(warehouse, **VERSIONED), SCHEMA, overwrite=True)
 
@@ -171,7 +188,9 @@ def test_struct_fields_of_a_new_store_are_recorded_nullable(warehouse: str) -> N
 def test_a_rerun_with_the_same_txn_version_is_skipped(warehouse: str) -> None:
     def run(version: str, value: float) -> None:
         txn = {"txnAppId": "nightly-fx", "txnVersion": version}
-        writer = StateStoreWriter.plan(options(warehouse, **VERSIONED, **txn), SCHEMA, overwrite=False)
+        writer = StateStoreWriter.plan(
+            options(warehouse, **VERSIONED, **txn), SCHEMA, overwrite=False
+        )
         writer.commit([writer.write(iter([batch(["EUR"], [value], [100 + int(version)])]))])
 
     run("1", 1.1)
@@ -180,11 +199,12 @@ def test_a_rerun_with_the_same_txn_version_is_skipped(warehouse: str) -> None:
     run("2", 1.2)
     table = Catalog(warehouse).load("rates")
     assert [table.log.read(i).txn for i in table.log.ids()] == [  # the first run created it
-        Txn("nightly-fx", 1), Txn("nightly-fx", 2)
+        Txn("nightly-fx", 1),
+        Txn("nightly-fx", 2),
     ]
-    assert [(r["key"], r["value"]) for r in read_all(StateStoreReader.plan(options(warehouse)))] == [
-        ("EUR", 1.2)
-    ]
+    assert [
+        (r["key"], r["value"]) for r in read_all(StateStoreReader.plan(options(warehouse)))
+    ] == [("EUR", 1.2)]
     staged = {p.name for p in Path(warehouse, "rates", "changelog").rglob("*.arrow")}
     listed = {Path(f.path).name for i in table.log.ids() for f in table.log.read(i).files}
     assert staged == listed
@@ -201,7 +221,9 @@ def test_a_backend_without_atomic_commits_is_refused_before_any_task() -> None:
     root = "nocreateifabsent://warehouse"
     with pytest.raises(InvalidOptionError, match=r"\[NO_ATOMIC_COMMIT\].*'singleWriter'"):
         StateStoreWriter.plan(options(root, **VERSIONED), SCHEMA, overwrite=False)
-    writer = StateStoreWriter.plan(options(root, singleWriter="true", **VERSIONED), SCHEMA, overwrite=False)
+    writer = StateStoreWriter.plan(
+        options(root, singleWriter="true", **VERSIONED), SCHEMA, overwrite=False
+    )
     writer.commit([writer.write(iter([batch(["EUR"], [1.1], [100])]))])
     assert Catalog(root).list() == ["rates"]
 
@@ -217,7 +239,10 @@ def test_time_travel_by_commit_with_version_and_timestamp(warehouse: str) -> Non
     log = Catalog(warehouse).load("rates").log
 
     def at(**extra: str) -> list[tuple[object, object]]:
-        return [(r["key"], r["value"]) for r in read_all(StateStoreReader.plan(options(warehouse, **extra)))]
+        return [
+            (r["key"], r["value"])
+            for r in read_all(StateStoreReader.plan(options(warehouse, **extra)))
+        ]
 
     assert at(versionAsOf="1") == [("EUR", 1.1)]
     assert at(versionAsOf="2") == [("EUR", 1.2), ("GBP", 1.5)]
@@ -225,13 +250,17 @@ def test_time_travel_by_commit_with_version_and_timestamp(warehouse: str) -> Non
     second = log.read(2).timestamp_ms
     assert at(timestampAsOf=str(second)) == at(versionAsOf="2")
     assert at(timestampAsOf=str(log.read(3).timestamp_ms + 60_000)) == [("EUR", 1.2), ("GBP", 1.6)]
-    with pytest.raises(InvalidOptionError, match="'versionAsOf' is 4 but store 'rates' has commits 1 to 3"):
+    with pytest.raises(
+        InvalidOptionError, match="'versionAsOf' is 4 but store 'rates' has commits 1 to 3"
+    ):
         StateStoreReader.plan(options(warehouse, versionAsOf="4"))
     with pytest.raises(InvalidOptionError, match="before store 'rates' was created"):
         StateStoreReader.plan(options(warehouse, timestampAsOf=str(log.read(1).timestamp_ms - 1)))
     with pytest.raises(InvalidOptionError, match="give one"):
         options(warehouse, versionAsOf="1", timestampAsOf="0")
-    with pytest.raises(InvalidOptionError, match="'versionAsOf' applies to reads only"):
+    with pytest.raises(
+        InvalidOptionError, match=r"'versionAsOf' applies to reads \(spark.read, readStream\) only"
+    ):
         StateStoreWriter.plan(options(warehouse, versionAsOf="1"), SCHEMA, overwrite=False)
 
 
@@ -278,16 +307,22 @@ def test_a_history_shaped_frame_writes_back_into_a_versioned_store(warehouse: st
     frame = history([(r["key"], r["value"], int(r["valid_from"].timestamp() * 1000),
                       None) for r in latest])  # fmt: skip
     copy = StateStoreWriter.plan(
-        StoreOptions.parse({"store": "copy", "root": warehouse, **VERSIONED}), HISTORY, overwrite=False
+        StoreOptions.parse({"store": "copy", "root": warehouse, **VERSIONED}),
+        HISTORY,
+        overwrite=False,
     )
     copy.commit([copy.write(iter([frame]))])
-    again = read_all(StateStoreReader.plan(StoreOptions.parse({"store": "copy", "root": warehouse})))
+    again = read_all(
+        StateStoreReader.plan(StoreOptions.parse({"store": "copy", "root": warehouse}))
+    )
     assert [(r["key"], r["value"], r["valid_from"]) for r in again] == [
         (r["key"], r["value"], r["valid_from"]) for r in latest
     ]
 
 
-def test_overlapping_or_inverted_intervals_are_refused_and_nothing_is_written(warehouse: str) -> None:
+def test_overlapping_or_inverted_intervals_are_refused_and_nothing_is_written(
+    warehouse: str,
+) -> None:
     writer = StateStoreWriter.plan(options(warehouse, **VERSIONED), HISTORY, overwrite=False)
     with pytest.raises(InvalidOptionError, match=r"\[INVALID_INTERVAL\] key 'EUR' has overlapping "
                        r"intervals \[100, 300\) and \[200, open\)"):  # fmt: skip
@@ -298,7 +333,9 @@ def test_overlapping_or_inverted_intervals_are_refused_and_nothing_is_written(wa
     assert not list(Path(warehouse).rglob("*.arrow"))
 
 
-def test_intervals_of_one_key_overlapping_across_tasks_are_refused_at_commit(warehouse: str) -> None:
+def test_intervals_of_one_key_overlapping_across_tasks_are_refused_at_commit(
+    warehouse: str,
+) -> None:
     writer = StateStoreWriter.plan(options(warehouse, **VERSIONED), HISTORY, overwrite=False)
     first = writer.write(iter([history([("EUR", 1.1, 100, 300), ("GBP", 1.5, 100, None)])]))
     second = writer.write(iter([history([("EUR", 1.2, 200, None), ("GBP", 1.6, 50, 100)])]))

@@ -238,6 +238,27 @@ def test_window_expiry_is_a_delete_skipped_or_refused(tmp_path: Path) -> None:
         _drive(strict)
 
 
+def test_an_overwrite_streams_what_it_changed_and_deletes_only_what_it_removed(
+    tmp_path: Path,
+) -> None:
+    root = str(tmp_path / "wh")
+    table = Catalog(root).create_store("src", "keyvalue", "string", "long")
+    table.commit(table.stage(pa.array(["a", "b"]), pa.array([1, 2]), None))  # 2
+    table.commit(table.stage(pa.array(["a", "b"]), pa.array([1, 2]), None), overwrite=True)  # 3
+    options = {"store": "src", "root": root}
+    # The same rows again (what complete mode commits each batch): nothing streamed, no delete.
+    same = {**options, "startingVersion": "3", "ignoreDeletes": "false"}
+    rows, end = _drive(StoreStreamReader(same))
+    assert rows == [] and end == 3
+    table.commit(table.stage(pa.array(["a", "c"]), pa.array([1, 3]), None), overwrite=True)  # 4
+    # a left equal, b removed (skipped), c new.
+    rows, _ = _drive(StoreStreamReader({**options, "startingVersion": "4"}))
+    assert [(r["key"], r["value"]) for r in rows] == [("c", 3)]
+    strict = StoreStreamReader({**options, "startingVersion": "4", "ignoreDeletes": "false"})
+    with pytest.raises(InvalidOptionError, match=r"commit 4 .* deletes 1 row\(s\) .* key 'b'"):
+        _drive(strict)
+
+
 def test_options_a_stream_cannot_honour_are_refused(tmp_path: Path) -> None:
     root = str(tmp_path / "wh")
     Catalog(root).create_store("src", "versioned", "string", "long", history_retention_ms=HOUR)
