@@ -177,7 +177,7 @@ def test_an_endpoint_that_ignores_if_none_match_is_refused(
 ) -> None:
     monkeypatch.setattr(s3_server, "honour_conditions", False)
     catalog = Catalog(s3_warehouse, cache_dir=str(tmp_path / "cache"))
-    with pytest.raises(InvalidOptionError, match=r"\[NO_ATOMIC_COMMIT\].*ignores 'If-None-Match"):
+    with pytest.raises(InvalidOptionError, match=r"\[NO_ATOMIC_COMMIT\].*ignores the conditional create"):
         catalog.create_store("kv", "keyvalue", "string", "long")
     assert catalog.list() == []
     single = Catalog(s3_warehouse, cache_dir=str(tmp_path / "cache"), single_writer=True)
@@ -228,8 +228,8 @@ def test_vacuum_on_s3_removes_unlisted_leftovers(s3_warehouse: str, tmp_path: Pa
     [
         ("warehouse", "local", "LocalStorage", True),
         ("file:///tmp/warehouse", "local", "LocalStorage", True),
-        ("s3://bucket/warehouse", "s3", "S3Storage", True),
-        ("s3a://bucket/warehouse", "s3", "S3Storage", True),
+        ("s3://bucket/warehouse", "s3", "ObjectStoreStorage", True),
+        ("s3a://bucket/warehouse", "s3", "ObjectStoreStorage", True),
         ("memory://warehouse", "memory", "MemoryStorage", True),
         ("nonatomic://warehouse", "nonatomic", "SingleWriterStorage", False),
     ],
