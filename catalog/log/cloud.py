@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -97,6 +98,11 @@ class ObjectStoreStorage(Storage):
         value = (getattr(fs, "client_kwargs", None) or {}).get("endpoint_url")
         if value:
             return str(value)
+        client = getattr(fs, "service_client", None)  # adlfs
+        if client is not None:
+            # Without its query: a SAS token rides there, and messages never carry a secret.
+            url = urllib.parse.urlsplit(str(client.primary_endpoint))
+            return urllib.parse.urlunsplit(url._replace(query="", fragment="")).rstrip("/")
         if self.backend == "s3":
             return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get(
                 "AWS_ENDPOINT_URL", "https://s3.amazonaws.com"

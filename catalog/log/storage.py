@@ -110,6 +110,9 @@ class Storage(ABC):
                 # Other writers change the commit directory at any time: a cached listing
                 # would hide their commits (and a commit id would be tried again and again).
                 options["use_listings_cache"] = False
+                # Its own client, configured from the environment as it is now (fsspec would
+                # otherwise hand every root the first client made, whatever endpoint it had).
+                options["skip_instance_cache"] = True
             self._fs, self._base = fsspec.core.url_to_fs(self.root, **options)
         return self._fs
 
