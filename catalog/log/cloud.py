@@ -227,6 +227,8 @@ class ObjectStoreStorage(Storage):
         except (FileNotFoundError, FileExistsError, StateStoreError):
             raise
         except Exception as exc:
+            if type(exc).__name__ == "ResourceNotFoundError":  # adlfs lets Azure's 404 through
+                raise FileNotFoundError(str(exc).splitlines()[0]) from exc
             error = self._classified(exc)
             if error is None:
                 raise

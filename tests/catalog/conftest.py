@@ -83,3 +83,18 @@ def gcs_ignoring_warehouse(
 ) -> Cloud:
     """A warehouse on gcp-storage-emulator, which ignores ``ifGenerationMatch``."""
     return _cloud(gcs_server_ignoring_preconditions, monkeypatch)
+
+
+@pytest.fixture
+def s3_cloud(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Cloud:
+    return _cloud(s3_server, monkeypatch)
+
+
+@pytest.fixture
+def gcs_cloud(gcs_server: FakeGcsServer, monkeypatch: pytest.MonkeyPatch) -> Cloud:
+    return _cloud(gcs_server, monkeypatch)
+
+
+@pytest.fixture
+def azure_cloud(azure_server: AzuriteServer, monkeypatch: pytest.MonkeyPatch) -> Cloud:
+    return _cloud(azure_server, monkeypatch)

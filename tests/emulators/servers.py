@@ -79,6 +79,7 @@ class CountingProxy:
 
     def __init__(self, upstream_port: int) -> None:
         self.counts: Counter[str] = Counter()
+        self.requests: list[tuple[str, str]] = []
         self.strip_preconditions = False
         self._lock = threading.Lock()
         proxy = self
@@ -86,7 +87,7 @@ class CountingProxy:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def _forward(self) -> None:
@@ -103,6 +104,7 @@ class CountingProxy:
                     )
                 with proxy._lock:
                     proxy.counts[self.command] += 1
+                    proxy.requests.append((self.command, path))
                 conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
                 try:
                     conn.request(self.command, path, body=body or None, headers=headers)
@@ -120,7 +122,7 @@ class CountingProxy:
                 finally:
                     conn.close()
 
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = _forward  # noqa: N815
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = _forward
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -159,6 +161,7 @@ class S3Server:
         self._lock = threading.Lock()
         self.strip_preconditions = False
         self.counts: Counter[str] = Counter()
+        self.requests: list[tuple[str, str]] = []
         self._server = make_server("127.0.0.1", 0, self._serve, threaded=True)
         host, port = self._server.server_address[:2]
         self.endpoint = f"http://{host}:{port}"
@@ -170,6 +173,9 @@ class S3Server:
             environ.pop("HTTP_IF_NONE_MATCH", None)
         with self._lock:
             self.counts[environ["REQUEST_METHOD"]] += 1
+            self.requests.append(
+                (environ["REQUEST_METHOD"], f"{environ['PATH_INFO']}?{environ.get('QUERY_STRING', '')}")
+            )
             return list(self._app(environ, start_response))
 
     def writes(self) -> int:
@@ -226,6 +232,10 @@ class _ProcessServer:
     @property
     def counts(self) -> Counter[str]:
         return self.proxy.counts
+
+    @property
+    def requests(self) -> list[tuple[str, str]]:
+        return self.proxy.requests
 
     @property
     def strip_preconditions(self) -> bool:
@@ -340,7 +350,7 @@ def install_azurite(root: Path | None = None) -> Path:
             shutil.copy(HERE / name, scratch / name)
         done = subprocess.run(
             [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=scratch, capture_output=True, text=True,
+            cwd=scratch, capture_output=True, text=True, check=False,
         )  # fmt: skip
         if done.returncode != 0:
             raise EmulatorUnavailableError(
