@@ -73,7 +73,7 @@ _UNREACHABLE_ERRORS = frozenset({
     "ConnectionRefusedError", "ConnectionError", "ServerTimeoutError",
 })  # fmt: skip
 _CREDENTIAL_WORDS = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthenticationFailed",
-                     "Must provide either a connection_string", "Unauthorized", "401")  # fmt: skip
+                     "Must provide either a connection_string")  # fmt: skip
 
 
 class ObjectStoreStorage(Storage):
@@ -217,6 +217,16 @@ class ObjectStoreStorage(Storage):
         with self._translated():
             super().delete(*parts, recursive=recursive)
 
+    def open_input(self, *parts: str) -> Any:
+        """See ``Storage.open_input``."""
+        with self._translated():
+            return super().open_input(*parts)
+
+    def open_output(self, *parts: str) -> Any:
+        """See ``Storage.open_output``."""
+        with self._translated():
+            return super().open_output(*parts)
+
     def makedirs(self, target: str) -> None:
         """Object stores have no directories: nothing to create (and no request to pay)."""
 
@@ -237,8 +247,14 @@ class ObjectStoreStorage(Storage):
     def _classified(self, exc: BaseException) -> InvalidOptionError | None:
         names = {cls.__name__ for cls in type(exc).__mro__}
         text = str(exc)
-        if names & _CREDENTIAL_ERRORS or isinstance(exc, PermissionError) or any(
-            word in text for word in _CREDENTIAL_WORDS
+        # gcsfs's HttpError has .code, Azure's HttpResponseError .status_code (s3fs raises
+        # PermissionError for 403).
+        status = getattr(exc, "code", None) or getattr(exc, "status_code", None)
+        if (
+            names & _CREDENTIAL_ERRORS
+            or isinstance(exc, PermissionError)
+            or status in (401, 403)
+            or any(word in text for word in _CREDENTIAL_WORDS)
         ):
             return self._error(
                 "STORAGE_CREDENTIALS",

@@ -257,3 +257,24 @@ def test_a_missing_extra_is_one_line(
     assert f"pip install 'state-store[{extra}]'" in message and module in message
     assert "\n" not in message
 
+
+
+def test_a_refused_gcs_token_is_one_line(
+    gcs_cloud: Cloud, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """GCS answers 401 to a request without valid credentials (the emulator accepts any, so the
+    answer is gcsfs's own HttpError, raised where the request would have gone)."""
+    from gcsfs.retry import HttpError
+
+    storage = storage_for(gcs_cloud.root)
+    error = HttpError({"code": 401, "message": "Anonymous caller does not have storage.objects.list"})
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(storage.fs, "ls", refused)
+    with pytest.raises(InvalidOptionError) as info:
+        storage.list("kv")
+    message = str(info.value)
+    assert message.startswith(f"[STORAGE_CREDENTIALS] option 'root' {gcs_cloud.root} is on the gcs")
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in message and "\n" not in message
