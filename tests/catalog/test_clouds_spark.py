@@ -44,3 +44,22 @@ def test_every_kind_through_spark_on_every_cloud(
         assert line["kinds"] == expected, line["root"]
     for cloud in clouds:  # the commits went through the conditional create, counted
         assert cloud.server.writes() > 0
+
+
+def test_missing_s3_credentials_reach_a_spark_user_as_one_coded_line(
+    s3_cloud: Cloud, spark_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Before: botocore's NoCredentialsError traceback from inside Spark's wrapper."""
+    env = {**spark_env, **s3_cloud.env, "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+           "AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        env.pop(name, None)
+    done = subprocess.run(
+        [sys.executable, str(JOB), "--error", s3_cloud.root],
+        env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    error = next(json.loads(line)["error"] for line in done.stdout.splitlines() if line.startswith("{"))
+    assert f"[STORAGE_CREDENTIALS] option 'root' {s3_cloud.root} is on the s3 backend" in error
+    assert "AWS_ACCESS_KEY_ID" in error
+    assert "NoCredentialsError: " not in error  # the library's exception is named, not dumped

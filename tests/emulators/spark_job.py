@@ -1,7 +1,7 @@
 """Run by tests/catalog/test_clouds_spark.py in its own process (its Spark's Python workers must
 inherit the emulators' environment, which the suite's shared session started without): writes
 and reads a store of every kind through Spark on each warehouse root given, and prints one JSON
-line per root with what it read back."""
+line per root with what it read back; with ``--error ROOT``, prints the error a write there gives."""
 
 from __future__ import annotations
 
@@ -59,6 +59,15 @@ def main(roots: list[str]) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    if roots[0] == "--error":  # a write that must fail: print what the user sees
+        try:
+            spark.createDataFrame([("a", 1)], "key string, value bigint").write.format(
+                "state_store"
+            ).option("root", roots[1]).mode("append").save("kv")
+        except Exception as exc:  # noqa: BLE001 - printed for the test to judge
+            print(json.dumps({"error": str(exc)}), flush=True)
+        spark.stop()
+        return
     for root in roots:
         seen: dict[str, Any] = {}
         for kind, (options, schema, first, second) in KINDS.items():
