@@ -15,15 +15,14 @@ from __future__ import annotations
 import os
 import posixpath
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import ClassVar
 
 from catalog import faults
 from catalog.log import durable
-from catalog.log.storage import Storage, normalize_root
-from stores.errors import InvalidOptionError
+from catalog.log.cloud import ObjectStoreStorage
+from catalog.log.storage import CLOUD_BACKENDS, Storage, normalize_root
 
 
 class LocalStorage(Storage):
@@ -92,73 +91,6 @@ def _durable_temp_copy(target: str, data: bytes) -> str:
     return tmp
 
 
-# Roots whose endpoint was seen to honour If-None-Match in this process.
-_PROBED: dict[str, bool] = {}
-_CONFLICT_RETRIES = 20
-
-
-class S3Storage(Storage):
-    """S3 and S3-compatible stores (through s3fs): an atomic create by a conditional
-    ``PutObject`` (``If-None-Match: *``), trusted once the endpoint was seen to honour it."""
-
-    atomic_put_if_absent: ClassVar[bool] = True
-
-    @property
-    def backend(self) -> str:
-        """``s3``."""
-        return "s3"
-
-    def require_atomic_commit(self) -> None:
-        """See ``Storage.require_atomic_commit``; also checks, once per process and root, that
-        the endpoint refuses a second conditional create of a key.
-
-        Raises:
-            InvalidOptionError: code NO_ATOMIC_COMMIT: the endpoint ignores ``If-None-Match``.
-        """
-        super().require_atomic_commit()
-        if not self.single_writer:
-            self._probe_conditional_create()
-
-    def _probe_conditional_create(self) -> None:
-        if _PROBED.get(self.root):
-            return
-        name = f"_state_store_probe_{uuid.uuid4().hex}"
-        target = self.path(name)
-        try:
-            self._put_if_absent(target, b"probe")
-            honoured = not self._put_if_absent(target, b"probe")
-        finally:
-            try:
-                self.fs.rm_file(target)
-            except FileNotFoundError:
-                pass
-        if not honoured:
-            raise InvalidOptionError(
-                f"the S3 endpoint of {self.root} ignores 'If-None-Match: *' (a second "
-                "conditional create of the same key succeeded), so commits cannot be made "
-                "atomic there; upgrade the server, or set option 'singleWriter' to 'true' if "
-                "one writer at a time commits to each store",
-                code="NO_ATOMIC_COMMIT",
-            )
-        _PROBED[self.root] = True
-
-    def _put_if_absent(self, target: str, data: bytes) -> bool:
-        """PutObject with If-None-Match: *; False if the key exists (412)."""
-        for attempt in range(_CONFLICT_RETRIES):
-            try:
-                self.fs.pipe_file(target, data, mode="create")
-                return True
-            except FileExistsError:
-                return False
-            except OSError as exc:
-                # 409 ConditionalRequestConflict: another conditional put of this key is in
-                # flight; nothing was written by this request, so it is safe to try again.
-                if "ConditionalRequestConflict" not in str(exc) or attempt + 1 == _CONFLICT_RETRIES:
-                    raise
-                time.sleep(min(0.05 * 2**attempt, 1.0))
-        raise AssertionError("unreachable")
-
-
 # memory:// is one process's dictionary: a lock makes its check-then-put atomic.
 _MEMORY_LOCK = threading.Lock()
 
@@ -182,7 +114,7 @@ class MemoryStorage(Storage):
 
 
 class SingleWriterStorage(Storage):
-    """Any other fsspec backend (GCS, Azure, HDFS, ...): its conditional creates are not
+    """Any other fsspec backend (HDFS, SFTP, ...): its conditional creates are not
     verified here, so a commit is a check-then-put, safe only with one writer per store
     (``single_writer``); without that promise, writing is refused (``NO_ATOMIC_COMMIT``)."""
 
@@ -197,8 +129,7 @@ class SingleWriterStorage(Storage):
 BACKENDS: dict[str, type[Storage]] = {
     "file": LocalStorage,
     "local": LocalStorage,
-    "s3": S3Storage,
-    "s3a": S3Storage,
+    **{scheme: ObjectStoreStorage for scheme in CLOUD_BACKENDS},
     "memory": MemoryStorage,
 }
 

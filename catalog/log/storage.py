@@ -8,15 +8,16 @@ concurrent committers only if creating its record is an atomic put-if-absent. Wh
 - local filesystem (``LocalStorage``; ``file://``, a path): a fully written, fsynced temporary
   file is hard-linked into place; ``link(2)`` fails if the name exists, and readers never see
   a partial file;
-- S3 and S3-compatible stores (``S3Storage``; ``s3://``, ``s3a://``, through s3fs):
-  ``PutObject`` with ``If-None-Match: *``; the store answers 412 if the key exists (409, a
-  concurrent conditional put in flight, is retried). That the endpoint honours the header is
-  probed once per process before the first commit, so an S3-compatible server that ignores it
-  is refused instead of trusted;
+- S3, Google Cloud Storage and Azure Blob / ADLS Gen2 (``ObjectStoreStorage`` in
+  ``catalog.log.cloud``; ``s3://``, ``s3a://``, ``gs://``, ``gcs://``, ``az://``, ``abfs://``,
+  ``abfss://``): the cloud's own conditional create (S3 ``If-None-Match: *``, GCS
+  ``ifGenerationMatch=0``, Azure ``If-None-Match: *``). That the endpoint honours it is probed
+  once per process, endpoint and bucket before the first commit, so an emulator or gateway that
+  ignores it is refused instead of trusted;
 - ``memory://`` (``MemoryStorage``; tests, one process): a process-wide lock around
   check-then-put.
 
-Every other backend (GCS, Azure, HDFS, ... through fsspec: ``SingleWriterStorage``) is refused
+Every other backend (HDFS, ... through fsspec: ``SingleWriterStorage``) is refused
 for writing with ``NO_ATOMIC_COMMIT`` unless the user promises a single writer per store
 (``single_writer``): their conditional creates are not verified here, and check-then-put loses
 commits under concurrency.
@@ -34,8 +35,14 @@ import fsspec
 
 from stores.errors import InvalidOptionError
 
-# Object stores whose fsspec filesystems cache directory listings unless told not to.
-_LISTING_CACHE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"})
+#: The backend of each cloud URL scheme (``catalog.log.cloud.ObjectStoreStorage`` serves them).
+CLOUD_BACKENDS: dict[str, str] = {
+    "s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure",
+    "abfss": "azure",
+}  # fmt: skip
+#: The fsspec library and the package extra of each cloud backend.
+_EXTRAS: dict[str, tuple[str, str]] = {"s3": ("s3fs", "s3"), "gcs": ("gcsfs", "gcs"),
+                                       "azure": ("adlfs", "azure")}  # fmt: skip
 
 
 def normalize_root(root: str) -> str:
@@ -50,6 +57,14 @@ def normalize_root(root: str) -> str:
     try:
         fsspec.get_filesystem_class(protocol)
     except (ValueError, ImportError) as exc:
+        if protocol in CLOUD_BACKENDS:
+            backend = CLOUD_BACKENDS[protocol]
+            library, extra = _EXTRAS[backend]
+            raise InvalidOptionError(
+                f"option 'root' {root} is on the {backend} backend, whose library {library} is "
+                f"not installed ({exc}); install it: pip install 'state-store[{extra}]'",
+                code="MISSING_EXTRA",
+            ) from exc
         raise InvalidOptionError(
             f"option 'root' has protocol {protocol!r}, which fsspec cannot open ({exc}); "
             "use a local path, file://, or an installed fsspec backend such as s3:// or gs://"
@@ -91,10 +106,13 @@ class Storage(ABC):
         """The fsspec filesystem (opened on first use in each process)."""
         if self._fs is None:
             options: dict[str, Any] = {}
-            if self.root.split("://", 1)[0] in _LISTING_CACHE_PROTOCOLS:
+            if self.root.split("://", 1)[0] in CLOUD_BACKENDS:
                 # Other writers change the commit directory at any time: a cached listing
                 # would hide their commits (and a commit id would be tried again and again).
                 options["use_listings_cache"] = False
+                # Its own client, configured from the environment as it is now (fsspec would
+                # otherwise hand every root the first client made, whatever endpoint it had).
+                options["skip_instance_cache"] = True
             self._fs, self._base = fsspec.core.url_to_fs(self.root, **options)
         return self._fs
 
@@ -117,7 +135,7 @@ class Storage(ABC):
             f"the warehouse {self.root} is on the {self.backend!r} backend, which offers "
             "state_store no atomic create-if-absent, so two concurrent writers could both "
             "be told their commit succeeded and one would be lost; use a local path, "
-            "memory:// or s3://, or set option 'singleWriter' to 'true' (Python: "
+            "memory://, s3://, gs:// or az://, or set option 'singleWriter' to 'true' (Python: "
             "single_writer=True) if one writer at a time commits to each store",
             code="NO_ATOMIC_COMMIT",
         )

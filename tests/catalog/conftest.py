@@ -1,47 +1,21 @@
-"""Fixtures only: an S3-compatible server (moto) on 127.0.0.1 for the object-storage tests."""
+"""Fixtures only: the object-storage emulators (tests/emulators/servers.py) on 127.0.0.1, and
+warehouses in fresh buckets of them."""
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-
-class S3Server:
-    """moto's S3 in a thread, serving one request at a time.
-
-    S3 is linearizable per key (a conditional put either wins or gets 412); moto's
-    If-None-Match check and its put are two steps, so requests are serialized here to model
-    the real service. The writers under test stay fully concurrent. ``honour_conditions``
-    False strips ``If-None-Match`` from requests: an S3-compatible server without conditional
-    writes.
-    """
-
-    def __init__(self) -> None:
-        from moto.server import DomainDispatcherApplication, create_backend_app
-        from werkzeug.serving import make_server
-
-        self._app = DomainDispatcherApplication(create_backend_app)
-        self._lock = threading.Lock()
-        self.honour_conditions = True
-        self._server = make_server("127.0.0.1", 0, self._serve, threaded=True)
-        host, port = self._server.server_address[:2]
-        self.endpoint = f"http://{host}:{port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def _serve(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if not self.honour_conditions:
-            environ.pop("HTTP_IF_NONE_MATCH", None)
-        with self._lock:
-            return list(self._app(environ, start_response))
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._thread.join()
+from tests.emulators.servers import (
+    AzuriteServer,
+    Cloud,
+    FakeGcsServer,
+    GcpStorageEmulator,
+    S3Server,
+)
 
 
 @pytest.fixture(scope="session")
@@ -51,25 +25,76 @@ def s3_server() -> Iterator[S3Server]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def gcs_server() -> Iterator[FakeGcsServer]:
+    server = FakeGcsServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs_server_ignoring_preconditions() -> Iterator[GcpStorageEmulator]:
+    server = GcpStorageEmulator()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def azure_server() -> Iterator[AzuriteServer]:
+    server = AzuriteServer()
+    yield server
+    server.stop()
+
+
+def _cloud(server: Any, monkeypatch: pytest.MonkeyPatch) -> Cloud:
+    env = server.env()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    bucket = f"wh-{uuid.uuid4().hex[:12]}"
+    server.create_bucket(bucket)
+    return Cloud(server, server.root(bucket), env, bucket)
+
+
+@pytest.fixture(params=["s3", "gcs", "azure"])
+def cloud(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Cloud:
+    """Each backend in turn: S3 (moto), GCS (fake-gcs-server), Azure (Azurite)."""
+    server = request.getfixturevalue(f"{request.param}_server")
+    return _cloud(server, monkeypatch)
+
+
 @pytest.fixture
 def s3_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Environment variables that point boto (and s3fs) at the test server."""
-    env = {
-        "AWS_ENDPOINT_URL": s3_server.endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
+    env = s3_server.env()
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return env
 
 
 @pytest.fixture
-def s3_warehouse(s3_env: dict[str, str]) -> str:
-    """A warehouse root in a fresh bucket of the test server."""
-    import boto3
+def s3_warehouse(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A warehouse root in a fresh bucket of the S3 test server."""
+    return _cloud(s3_server, monkeypatch).root
 
-    bucket = f"wh-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL"]).create_bucket(Bucket=bucket)
-    return f"s3://{bucket}/warehouse"
+
+@pytest.fixture
+def gcs_ignoring_warehouse(
+    gcs_server_ignoring_preconditions: GcpStorageEmulator, monkeypatch: pytest.MonkeyPatch
+) -> Cloud:
+    """A warehouse on gcp-storage-emulator, which ignores ``ifGenerationMatch``."""
+    return _cloud(gcs_server_ignoring_preconditions, monkeypatch)
+
+
+@pytest.fixture
+def s3_cloud(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Cloud:
+    return _cloud(s3_server, monkeypatch)
+
+
+@pytest.fixture
+def gcs_cloud(gcs_server: FakeGcsServer, monkeypatch: pytest.MonkeyPatch) -> Cloud:
+    return _cloud(gcs_server, monkeypatch)
+
+
+@pytest.fixture
+def azure_cloud(azure_server: AzuriteServer, monkeypatch: pytest.MonkeyPatch) -> Cloud:
+    return _cloud(azure_server, monkeypatch)

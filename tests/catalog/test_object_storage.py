@@ -1,11 +1,12 @@
-"""Commits on object storage (an S3-compatible server on 127.0.0.1): atomic with concurrent
-writers, refused where the backend cannot make them atomic, and the same store semantics as on
-a local disk."""
+"""Commits on object storage (S3, GCS and Azure emulators on 127.0.0.1, see
+tests/emulators/servers.py): atomic with concurrent writers, refused where the backend cannot make
+them atomic, and the same store semantics as on a local disk."""
 
 from __future__ import annotations
 
 import json
 import pickle
+import re
 import subprocess
 import sys
 import threading
@@ -23,6 +24,7 @@ from catalog.log.backends import storage_for
 from catalog.log.paths import COMMITS_DIR, record_name
 from catalog.log.storage import Storage
 from stores.errors import InvalidOptionError
+from tests.emulators.servers import Cloud
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,7 +48,8 @@ def _check_log(catalog: Catalog, name: str, acknowledged: list[str]) -> None:
     assert sorted(write_ids) == sorted(acknowledged)
 
 
-def test_a_store_on_s3_behaves_as_on_a_local_disk(s3_warehouse: str, tmp_path: Path) -> None:
+def test_a_store_on_object_storage_behaves_as_on_a_local_disk(cloud: Cloud, tmp_path: Path) -> None:
+    s3_warehouse = cloud.root
     catalog = Catalog(s3_warehouse, cache_dir=str(tmp_path / "cache"))
     table = catalog.create_store("kv", "keyvalue", "string", "long", num_partitions=2)
     table.commit(table.stage(pa.array(["a", "b"]), pa.array([1, 2]), None))
@@ -59,8 +62,8 @@ def test_a_store_on_s3_behaves_as_on_a_local_disk(s3_warehouse: str, tmp_path: P
     assert _fresh(s3_warehouse, tmp_path / "third-cache").list() == []
 
 
-def test_a_conditional_create_has_exactly_one_winner(s3_warehouse: str) -> None:
-    storage = storage_for(s3_warehouse)
+def test_a_conditional_create_has_exactly_one_winner(cloud: Cloud) -> None:
+    storage = storage_for(cloud.root)
     storage.require_atomic_commit()
     results: dict[int, bool] = {}
     barrier = threading.Barrier(4)
@@ -79,7 +82,8 @@ def test_a_conditional_create_has_exactly_one_winner(s3_warehouse: str) -> None:
     assert storage.read_bytes("race", "key") == f"writer {winner}".encode()
 
 
-def test_concurrent_writers_in_threads_lose_nothing(s3_warehouse: str, tmp_path: Path) -> None:
+def test_concurrent_writers_in_threads_lose_nothing(cloud: Cloud, tmp_path: Path) -> None:
+    s3_warehouse = cloud.root
     catalog = Catalog(s3_warehouse, cache_dir=str(tmp_path / "cache"))
     catalog.create_store("kv", "keyvalue", "string", "long", num_partitions=2)
     acknowledged: list[str] = []
@@ -124,9 +128,8 @@ for n in range(3):
 """
 
 
-def test_concurrent_writer_processes_lose_nothing(
-    s3_warehouse: str, s3_env: dict[str, str], tmp_path: Path
-) -> None:
+def test_concurrent_writer_processes_lose_nothing(cloud: Cloud, tmp_path: Path) -> None:
+    s3_warehouse, s3_env = cloud.root, cloud.env
     catalog = Catalog(s3_warehouse, cache_dir=str(tmp_path / "cache"))
     catalog.create_store("kv", "keyvalue", "string", "long", num_partitions=2)
     env = {**s3_env, "PATH": "", "PYTHONPATH": str(REPO)}
@@ -172,12 +175,15 @@ def test_a_409_conflict_is_retried(
     assert _rows(_fresh(s3_warehouse, tmp_path / "reader"), "kv") == {"a": 1}
 
 
-def test_an_endpoint_that_ignores_if_none_match_is_refused(
-    s3_server: Any, s3_warehouse: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_an_endpoint_that_ignores_the_precondition_is_refused(
+    cloud: Cloud, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(s3_server, "honour_conditions", False)
+    """A gateway in front of the emulator strips the precondition (If-None-Match: *, or
+    ifGenerationMatch=0): every create succeeds, which the probe sees."""
+    monkeypatch.setattr(cloud.server, "strip_preconditions", True)
+    s3_warehouse = cloud.root
     catalog = Catalog(s3_warehouse, cache_dir=str(tmp_path / "cache"))
-    with pytest.raises(InvalidOptionError, match=r"\[NO_ATOMIC_COMMIT\].*ignores 'If-None-Match"):
+    with pytest.raises(InvalidOptionError, match=rf"\[NO_ATOMIC_COMMIT\].*{re.escape(cloud.server.endpoint)}.*ignores the conditional create.*'singleWriter'"):
         catalog.create_store("kv", "keyvalue", "string", "long")
     assert catalog.list() == []
     single = Catalog(s3_warehouse, cache_dir=str(tmp_path / "cache"), single_writer=True)
@@ -208,7 +214,8 @@ def test_a_backend_without_atomic_create_needs_single_writer(tmp_path: Path) -> 
     assert _rows(catalog, "kv") == {"a": 1}  # reading needs no promise
 
 
-def test_vacuum_on_s3_removes_unlisted_leftovers(s3_warehouse: str, tmp_path: Path) -> None:
+def test_vacuum_on_object_storage_removes_unlisted_leftovers(cloud: Cloud, tmp_path: Path) -> None:
+    s3_warehouse = cloud.root
     catalog = Catalog(s3_warehouse, cache_dir=str(tmp_path / "cache"))
     table = catalog.create_store("kv", "keyvalue", "string", "long")
     table.commit(table.stage(pa.array(["a"]), pa.array([1]), None))
@@ -228,8 +235,14 @@ def test_vacuum_on_s3_removes_unlisted_leftovers(s3_warehouse: str, tmp_path: Pa
     [
         ("warehouse", "local", "LocalStorage", True),
         ("file:///tmp/warehouse", "local", "LocalStorage", True),
-        ("s3://bucket/warehouse", "s3", "S3Storage", True),
-        ("s3a://bucket/warehouse", "s3", "S3Storage", True),
+        ("s3://bucket/warehouse", "s3", "ObjectStoreStorage", True),
+        ("s3a://bucket/warehouse", "s3", "ObjectStoreStorage", True),
+        ("gs://bucket/warehouse", "gcs", "ObjectStoreStorage", True),
+        ("gcs://bucket/warehouse", "gcs", "ObjectStoreStorage", True),
+        ("az://container/warehouse", "azure", "ObjectStoreStorage", True),
+        ("abfs://container/warehouse", "azure", "ObjectStoreStorage", True),
+        ("abfss://container@account.dfs.core.windows.net/warehouse", "azure", "ObjectStoreStorage",
+         True),
         ("memory://warehouse", "memory", "MemoryStorage", True),
         ("nonatomic://warehouse", "nonatomic", "SingleWriterStorage", False),
     ],
