@@ -49,26 +49,19 @@ of its call. Not at ``register_sql``: a session registers once and must see late
 The tasks answer from each executor's local partition caches opened at that commit
 (``PartitionCache.open_at``), as ``asof_join`` does.
 
-**Spark 4.3's UDTF kinds.** A regular Python UDTF (also ``useArrow=True``) works with
-``LATERAL`` and has ``analyze`` (the output schema from the store, checked arguments, the
-pinned commit handed to the tasks). PySpark's vectorized ``@arrow_udtf`` is refused with
-``LATERAL`` (``LATERAL_JOIN_WITH_ARROW_UDTF_UNSUPPORTED``) and has no ``analyze``
-(SPARK-53286), so it cannot return a store's value type or the input table's columns: both
-functions here are regular UDTFs, registered with ``useArrow=True``.
+**Spark 4.3's UDTF kinds.** Regular Python UDTFs (``useArrow=True``): they take ``LATERAL``
+and ``analyze`` (the schema from the store, the checks, the pin). ``@arrow_udtf`` is refused
+with ``LATERAL`` and has no ``analyze`` (SPARK-53286): no store's types, no table's columns.
 
-Errors are ``stores.errors`` classes with a bracketed code, raised while Spark analyzes the
-query (``[TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON]`` then our line):
-``STORE_NOT_FOUND``, ``STORE_ARGUMENT`` (the store is not a constant string),
-``KEY_TYPE_MISMATCH``, ``NOT_VERSIONED`` (an ``as_of`` on, or an as-of join against, a store
-without history), ``TIMESTAMP_TYPE``, ``MISSING_COLUMN``, ``COLUMN_EXISTS``,
-``TABLE_ARGUMENT``.
+Errors (``stores.errors``, codes in each ``pin``'s ``Raises``) are raised while Spark analyzes
+the query: ``[TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON]``, then our line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -208,17 +201,6 @@ def _not_versioned(function: str, table: StoreTable, asked: str) -> InvalidOptio
         f"history to look up by time; {asked} needs a versioned store"
         + ("" if asked.startswith("an as-of join") else f" (call {GET}(store, key) without it)"),
         code="NOT_VERSIONED",
-    )
-
-
-def _struct(fields: Sequence[tuple[str, Any]]) -> Any:
-    from pyspark.sql.types import StructType
-
-    return StructType.fromJson(
-        {
-            "type": "struct",
-            "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields],
-        }
     )
 
 
@@ -528,18 +510,14 @@ class _AsofJoin:
                 "which the join adds; give a prefix as fifth argument (e.g. 'rate_')",
                 code="COLUMN_EXISTS",
             )
+        types = (table.spec.value_type, "timestamp", "timestamp")
         out = StructType(
             [
                 *schema.fields,
-                StructField.fromJson(
-                    {
-                        "name": added[0],
-                        "type": table.spec.value_type,
-                        "nullable": True,
-                        "metadata": {},
-                    }
+                *(
+                    StructField.fromJson({"name": n, "type": t, "nullable": True, "metadata": {}})
+                    for n, t in zip(added, types)
                 ),
-                *_struct([(added[1], "timestamp"), (added[2], "timestamp")]).fields,
             ]
         )
         return Pinned(
