@@ -9,14 +9,10 @@ source (a ``WHERE key = ...`` scans the store)::
 
 .. code-block:: sql
 
-    -- one key, or every row of a table looked up (a key-value store: one row, value null if
-    -- the store has no such key)
-    SELECT * FROM state_store_get('rates', 'EUR');
-    SELECT o.*, r.value FROM orders o, LATERAL state_store_get('rates', o.currency) r;
-    -- a versioned store as of each row's time: the version get(key, as_of) answers
-    SELECT o.*, r.value, r.valid_from, r.valid_to
+    SELECT * FROM state_store_get('rates', 'EUR');            -- one key, the latest
+    SELECT o.*, r.value, r.valid_from, r.valid_to             -- as of each order's time
     FROM orders o, LATERAL state_store_get('rates', o.currency, o.placed_at) r;
-    -- the same join, batched (faster): the table's rows plus value, valid_from, valid_to
+    -- the same join, batched (faster): the table's columns plus value, valid_from, valid_to
     SELECT * FROM state_store_asof_join(TABLE(orders), 'rates', 'currency', 'placed_at');
 
 ``state_store_get(store, key [, as_of])`` returns the columns a read of the store returns,
@@ -49,9 +45,10 @@ of its call. Not at ``register_sql``: a session registers once and must see late
 The tasks answer from each executor's local partition caches opened at that commit
 (``PartitionCache.open_at``), as ``asof_join`` does.
 
-**Spark 4.3's UDTF kinds.** Regular Python UDTFs (``useArrow=True``): they take ``LATERAL``
-and ``analyze`` (the schema from the store, the checks, the pin). ``@arrow_udtf`` is refused
-with ``LATERAL`` and has no ``analyze`` (SPARK-53286): no store's types, no table's columns.
+**Spark 4.3's UDTF kinds.** Regular Python UDTFs, which take ``LATERAL`` and ``analyze``
+(schema, checks, pin); not ``useArrow=True`` (it makes an Arrow table of each ``eval``'s
+rows: a do-nothing UDTF ran 5x slower so). ``@arrow_udtf`` refuses ``LATERAL`` and has no
+``analyze`` (SPARK-53286): it could return neither a store's types nor a table's columns.
 
 Errors (``stores.errors``, codes in each ``pin``'s ``Raises``) are raised while Spark analyzes
 the query: ``[TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON]``, then our line.
@@ -131,7 +128,7 @@ def register_sql(spark: SparkSession, *, root: str | None = None) -> None:
             return _AsofJoin.pin(resolved, events, store, key, timestamp, prefix)
 
     for name, handler in ((GET, StateStoreGet), (ASOF_JOIN, StateStoreAsofJoin)):
-        function = udtf(handler, useArrow=True)
+        function = udtf(handler, useArrow=False)
         assert isinstance(function, UserDefinedTableFunction)
         spark.udtf.register(name, function)
 
@@ -240,6 +237,7 @@ class _Opened:
         self.snapshot = pinned.snapshot
         self.catalog = Catalog(pinned.root)
         self._open: dict[int, tuple[Any, contextlib.ExitStack]] = {}
+        self._caches: dict[int, PartitionCache] = {}
 
     def close(self) -> None:
         for _, stack in self._open.values():
@@ -247,7 +245,12 @@ class _Opened:
         self._open.clear()
 
     def _cache(self, partition: int) -> PartitionCache:
-        return StoreTable(self.catalog, self.spec).partition_cache(partition)
+        cache = self._caches.get(partition)
+        if cache is None:  # made once: a lookup per row must not rebuild its paths
+            cache = self._caches[partition] = StoreTable(self.catalog, self.spec).partition_cache(
+                partition
+            )
+        return cache
 
     def store(self, partition: int) -> Any:
         """The partition's store at the pinned commit (opened on first use)."""
@@ -378,11 +381,8 @@ class _Get:
 
         def run(store: Any) -> list[Any]:
             result = store_query(store, question)
-            if not result.is_success():
-                raise InvalidOptionError(
-                    f"{GET}: store {self.spec.name!r} could not answer "
-                    f"{type(question).__name__}: {result.get_failure_message()}"
-                )
+            if not result.is_success():  # (a key query of the kind's own never fails)
+                raise InvalidOptionError(f"{GET}: {result.get_failure_message()}")
             with contextlib.closing(result.get_result()) as entries:
                 return list(entries)
 
