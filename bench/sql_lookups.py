@@ -17,7 +17,7 @@ Spark's ``noop`` sink, each against its floor:
   per store partition with ``as_of_columns``) vs ``noop_asof_join``: the same TABLE argument,
   output columns and chunked output, with constants for the looked-up columns.
 
-Both sides are regular Python UDTFs (not ``useArrow=False``, which Spark 4.3 makes 5x slower
+Both sides are regular Python UDTFs (not ``useArrow=True``, which Spark 4.3 makes 5x slower
 per row; its vectorized ``@arrow_udtf`` takes neither ``LATERAL`` nor ``analyze``). Each query runs once untimed (the
 partition caches are built then), then ``--repeat`` times interleaved; medians. Prints
 lookups/s of each and the ratio store / floor (the goal of issue 25: >= 0.5x).

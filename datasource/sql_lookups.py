@@ -1,8 +1,6 @@
 """Key lookups and as-of joins from SQL alone: Python table functions that one call registers.
 
-For people who only write SQL (notebooks, SQL editors), where ``asof_join`` (a Python
-function over DataFrames) is out of reach and Spark 4.3 pushes no filter into a Python
-source (a ``WHERE key = ...`` scans the store)::
+For SQL-only users (notebooks, SQL editors): Spark 4.3 pushes no filter into a Python source::
 
     from datasource.sql_lookups import register_sql
     register_sql(spark)                  # or register_sql(spark, root="s3://bucket/warehouse")
@@ -38,20 +36,15 @@ epoch-ms ``BIGINT``/``INT``, or an ISO-8601 string with a zone.
 ``chunk_rows`` events and answers them with ``as_of_columns``, one call per store partition
 (``LATERAL`` cannot batch: Spark wants each input row's answer before it hands over the next).
 
-**Which commit.** Both pin the store's newest commit when Spark *analyzes* the query (their
-``analyze``, on the driver): one query reads one commit in every task, and a DataFrame made
-by ``spark.sql(...)`` keeps its commit however often it runs, as ``asof_join`` keeps the one
-of its call. Not at ``register_sql``: a session registers once and must see later commits.
-The tasks answer from each executor's local partition caches opened at that commit
-(``PartitionCache.open_at``), as ``asof_join`` does.
+**Which commit.** Both pin the store's newest commit when Spark *analyzes* the query (on the
+driver; not at ``register_sql``, so later commits are seen): one query reads one commit, and a
+``spark.sql(...)`` DataFrame keeps it however often it runs. Tasks answer from each
+executor's local partition caches opened at that commit (``PartitionCache.open_at``).
 
-**Spark 4.3's UDTF kinds.** Regular Python UDTFs, which take ``LATERAL`` and ``analyze``
-(schema, checks, pin); not ``useArrow=True`` (it makes an Arrow table of each ``eval``'s
-rows: a do-nothing UDTF ran 5x slower so). ``@arrow_udtf`` refuses ``LATERAL`` and has no
-``analyze`` (SPARK-53286): it could return neither a store's types nor a table's columns.
-
-Errors (``stores.errors``, codes in each ``pin``'s ``Raises``) are raised while Spark analyzes
-the query: ``[TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON]``, then our line.
+**Spark 4.3's UDTF kinds.** Regular Python UDTFs (``LATERAL``, ``analyze``); not
+``useArrow=True`` (an Arrow table per ``eval``: 5x slower) nor ``@arrow_udtf`` (no ``LATERAL``,
+no ``analyze``, SPARK-53286: neither a store's types nor a table's columns could be returned).
+Errors (codes in each ``pin``'s ``Raises``) come while Spark analyzes the query, as our line.
 """
 
 from __future__ import annotations
@@ -72,6 +65,7 @@ from catalog.kinds import HEADERS
 from catalog.log.spec import StoreSpec
 from catalog.partitioner import partition_of, partitions_of
 from datasource.errors import surfaced
+from stores.bytes.rocksdb import is_rocksdb_failure
 from stores.errors import InvalidOptionError
 from stores.query import query as store_query
 from stores.records import ValueAndHeaders, ValueAndTimestamp, ValueTimestampHeaders, Windowed
@@ -206,12 +200,11 @@ def _millis(value: Any, time_type: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            # TIMESTAMP arrives as the worker's local wall time, TIMESTAMP_NTZ as UTC's.
-            if time_type == "timestamp_ntz":
-                value = value.replace(tzinfo=dt.timezone.utc)
-            else:
-                value = value.astimezone()
+        if value.tzinfo is None and time_type != "timestamp_ntz":
+            # TIMESTAMP arrives as the worker's local wall time (timestamp(): C's mktime).
+            return round(value.timestamp() * 1_000_000) // 1000
+        if value.tzinfo is None:  # TIMESTAMP_NTZ as UTC's wall time
+            value = value.replace(tzinfo=dt.timezone.utc)
         delta = value - _EPOCH
         return (
             delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds
@@ -264,6 +257,13 @@ class _Opened:
     def ask(self, partition: int, question: Any) -> Any:
         """``question(store)`` on a partition; a cache that RocksDB reports damaged is closed,
         rebuilt from the log and asked again, once (``PartitionCache.repairing``)."""
+        opened = self._open.get(partition)
+        if opened is not None:  # the per-row path: no closures
+            try:
+                return question(opened[0])
+            except Exception as exc:
+                if not is_rocksdb_failure(exc):
+                    raise
 
         def release() -> None:
             opened = self._open.pop(partition, None)
