@@ -110,10 +110,9 @@ class Storage(ABC):
                 # Other writers change the commit directory at any time: a cached listing
                 # would hide their commits (and a commit id would be tried again and again).
                 options["use_listings_cache"] = False
-                # Its own client, configured from the environment as it is now (fsspec would
-                # otherwise hand every root the first client made, whatever endpoint it had).
-                options["skip_instance_cache"] = True
-            self._fs, self._base = fsspec.core.url_to_fs(self.root, **options)
+                self._fs, self._base = _cloud_fs(self.root, options)
+            else:
+                self._fs, self._base = fsspec.core.url_to_fs(self.root, **options)
         return self._fs
 
     @property
@@ -256,3 +255,28 @@ def _modified_seconds(info: dict[str, Any]) -> float:
         except ValueError:
             continue
     return 0.0
+
+
+#: Environment variables that pick a cloud client's endpoint and credentials.
+_CLIENT_ENV = ("AWS_", "GOOGLE_", "STORAGE_EMULATOR_HOST", "GCSFS_", "AZURE_", "FSSPEC_")
+#: One cloud client per (protocol, what the root's URL configures, that environment) in a
+#: process: a client costs a credential chain and connections (hundreds of ms), and every
+#: ``Catalog`` of a Spark task would otherwise make its own.
+_CLOUD_CLIENTS: dict[tuple[Any, ...], Any] = {}
+
+
+def _cloud_fs(root: str, options: dict[str, Any]) -> tuple[Any, str]:
+    """The process's client for ``root`` (see ``_CLOUD_CLIENTS``) and the root's path in it.
+    fsspec's own instance cache would hand every root the first client made whatever the
+    environment is now, so its cache is skipped and this one keyed by that environment."""
+    protocol = root.split("://", 1)[0]
+    from_url = fsspec.get_filesystem_class(protocol)._get_kwargs_from_urls(root)
+    environment = sorted((k, v) for k, v in os.environ.items() if k.startswith(_CLIENT_ENV))
+    # (A forked child makes its own: a client's connections and event loop are its parent's.)
+    key = (os.getpid(), protocol, repr(sorted(from_url.items())), tuple(environment))
+    fs = _CLOUD_CLIENTS.get(key)
+    if fs is None:
+        fs, base = fsspec.core.url_to_fs(root, skip_instance_cache=True, **options)
+        _CLOUD_CLIENTS[key] = fs
+        return fs, base
+    return fs, fs._strip_protocol(root)
