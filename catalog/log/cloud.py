@@ -67,10 +67,11 @@ _CREDENTIAL_ERRORS = frozenset({
     "NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
     "DefaultCredentialsError", "RefreshError", "ClientAuthenticationError",
 })  # fmt: skip
+# (Connect-time failures only: a connection reset mid-job is raised as it is, not blamed on the
+# endpoint.)
 _UNREACHABLE_ERRORS = frozenset({
     "EndpointConnectionError", "ConnectTimeoutError", "ClientConnectorError",
-    "ClientConnectionError", "ServerDisconnectedError", "ServiceRequestError",
-    "ConnectionRefusedError", "ConnectionError", "ServerTimeoutError",
+    "ServiceRequestError", "ConnectionRefusedError", "ServerTimeoutError",
 })  # fmt: skip
 _CREDENTIAL_WORDS = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthenticationFailed",
                      "Must provide either a connection_string")  # fmt: skip
@@ -130,16 +131,24 @@ class ObjectStoreStorage(Storage):
         target = self.path(f"_state_store_probe_{uuid.uuid4().hex}")
         try:
             try:
-                self._put_if_absent(target, b"probe")
+                created = self._put_if_absent(target, b"probe")
             except FileNotFoundError:
                 raise self._error(
                     "BUCKET_NOT_FOUND",
                     "its bucket (container) does not exist; create it, or give a root in an "
                     "existing one",
                 ) from None
+            if not created:  # a name no one has made was refused as taken
+                raise self._error(
+                    "NO_ATOMIC_COMMIT",
+                    "the first conditional create of a new name was refused as if it existed, "
+                    "so that a name is taken cannot be told there; retry later, or set option "
+                    "'singleWriter' to 'true' if one writer at a time commits to each store",
+                )
             honoured = not self._put_if_absent(target, b"probe")
         finally:
-            with contextlib.suppress(FileNotFoundError, StateStoreError), self._translated():
+            # Best effort: a writer may create but not delete (GCS's Storage Object Creator).
+            with contextlib.suppress(Exception):
                 self.fs.rm_file(target)
         if not honoured:
             raise InvalidOptionError(
@@ -254,6 +263,7 @@ class ObjectStoreStorage(Storage):
             names & _CREDENTIAL_ERRORS
             or isinstance(exc, PermissionError)
             or status in (401, 403)
+            or text.startswith(("Forbidden:", "Unauthorized:"))  # gcsfs's 403 and 401
             or any(word in text for word in _CREDENTIAL_WORDS)
         ):
             return self._error(

@@ -133,17 +133,24 @@ def test_a_commit_costs_one_conditional_create(cloud: Cloud, tmp_path: Path) -> 
     mid, writes_mid = dict(server.counts), server.writes()
     table.commit(files)
     assert server.writes() - writes_mid == 1
-    commit = {m: server.counts[m] - mid.get(m, 0) for m in server.counts if server.counts[m] != mid.get(m, 0)}
+    commit = {
+        m: server.counts[m] - mid.get(m, 0)
+        for m in server.counts
+        if server.counts[m] != mid.get(m, 0)
+    }
     stage = {m: mid.get(m, 0) - before.get(m, 0) for m in mid if mid.get(m, 0) != before.get(m, 0)}
     print(json.dumps({"backend": server.backend, "stage": stage, "commit": commit}))
     # Reads: a listing of the commits for the next id, record 1 read back after the create (the
     # store was not dropped meanwhile: s3fs's read is a HEAD and a GET, adlfs's a GET of the
     # properties and one of the data), and one more listing by the table after the commit.
-    assert commit == {
-        "s3": {"PUT": 1, "GET": 3, "HEAD": 1},
-        "gcs": {"POST": 1, "GET": 3},
-        "azure": {"PUT": 1, "GET": 5},
-    }[server.backend]
+    assert (
+        commit
+        == {
+            "s3": {"PUT": 1, "GET": 3, "HEAD": 1},
+            "gcs": {"POST": 1, "GET": 3},
+            "azure": {"PUT": 1, "GET": 5},
+        }[server.backend]
+    )
 
 
 # -- one coded line per configuration error ----------------------------------------------------
@@ -152,7 +159,9 @@ def test_a_commit_costs_one_conditional_create(cloud: Cloud, tmp_path: Path) -> 
 def _refused(root: str, tmp_path: Path, code: str, *words: str) -> str:
     commit_log._RECORDS.clear()
     with pytest.raises(InvalidOptionError) as info:
-        Catalog(root, cache_dir=str(tmp_path / "cache")).create_store("kv", "keyvalue", "string", "long")
+        Catalog(root, cache_dir=str(tmp_path / "cache")).create_store(
+            "kv", "keyvalue", "string", "long"
+        )
     message = str(info.value)
     assert message.startswith(f"[{code}] option 'root' {root} is on the "), message
     assert "\n" not in message
@@ -170,6 +179,7 @@ def test_a_wrong_s3_endpoint_is_one_line(
     s3_warehouse: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # botocore's retries would take 17 s here
     _refused(s3_warehouse, tmp_path, "STORAGE_UNREACHABLE", "s3", "AWS_ENDPOINT_URL")
 
 
@@ -188,8 +198,10 @@ def _connection_refused(backend: str) -> Exception:
     return ServiceRequestError("Cannot connect to host 127.0.0.1:9")
 
 
-@pytest.mark.parametrize(("backend", "variable"), [("gcs", "STORAGE_EMULATOR_HOST"),
-                                                   ("azure", "AZURE_STORAGE_CONNECTION_STRING")])
+@pytest.mark.parametrize(
+    ("backend", "variable"),
+    [("gcs", "STORAGE_EMULATOR_HOST"), ("azure", "AZURE_STORAGE_CONNECTION_STRING")],
+)
 def test_a_wrong_gcs_or_azure_endpoint_is_one_line(
     backend: str, variable: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
@@ -235,12 +247,18 @@ def test_missing_azure_credentials_are_one_line(
     for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME",
                  "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
-    _refused(cloud.root, tmp_path, "STORAGE_CREDENTIALS", "azure", "AZURE_STORAGE_CONNECTION_STRING")
+    _refused(
+        cloud.root, tmp_path, "STORAGE_CREDENTIALS", "azure", "AZURE_STORAGE_CONNECTION_STRING"
+    )
 
 
 @pytest.mark.parametrize(
     ("root", "module", "extra"),
-    [("s3://b/w", "s3fs", "s3"), ("gs://b/w", "gcsfs", "gcs"), ("abfss://c@acct.dfs.core.windows.net/w", "adlfs", "azure")],
+    [
+        ("s3://b/w", "s3fs", "s3"),
+        ("gs://b/w", "gcsfs", "gcs"),
+        ("abfss://c@acct.dfs.core.windows.net/w", "adlfs", "azure"),
+    ],
 )
 def test_a_missing_extra_is_one_line(
     root: str, module: str, extra: str, monkeypatch: pytest.MonkeyPatch
@@ -258,7 +276,6 @@ def test_a_missing_extra_is_one_line(
     assert "\n" not in message
 
 
-
 def test_a_refused_gcs_token_is_one_line(
     gcs_cloud: Cloud, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -267,7 +284,9 @@ def test_a_refused_gcs_token_is_one_line(
     from gcsfs.retry import HttpError
 
     storage = storage_for(gcs_cloud.root)
-    error = HttpError({"code": 401, "message": "Anonymous caller does not have storage.objects.list"})
+    error = HttpError(
+        {"code": 401, "message": "Anonymous caller does not have storage.objects.list"}
+    )
 
     def refused(*args: object, **kwargs: object) -> None:
         raise error
@@ -278,3 +297,38 @@ def test_a_refused_gcs_token_is_one_line(
     message = str(info.value)
     assert message.startswith(f"[STORAGE_CREDENTIALS] option 'root' {gcs_cloud.root} is on the gcs")
     assert "GOOGLE_APPLICATION_CREDENTIALS" in message and "\n" not in message
+
+
+def test_a_probe_whose_first_create_is_refused_trusts_nothing(
+    s3_warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh name refused as taken (Azure's 409 ContainerBeingDeleted reads so) proves
+    nothing about the precondition: the write is refused, and the endpoint is not marked
+    probed."""
+    from catalog.log import cloud
+
+    storage = storage_for(s3_warehouse)
+    assert isinstance(storage, cloud.ObjectStoreStorage)
+    monkeypatch.setattr(cloud, "_PROBED", set())
+    monkeypatch.setattr(storage, "_put_if_absent", lambda target, data: False)
+    with pytest.raises(InvalidOptionError, match=r"\[NO_ATOMIC_COMMIT\].*first conditional create"):
+        storage.require_atomic_commit()
+    assert cloud._PROBED == set()
+
+
+def test_a_probe_object_the_writer_may_not_delete_does_not_stop_the_write(
+    s3_warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GCS's Storage Object Creator role creates but cannot delete: the probe's clean-up is
+    best effort, the probe's answer stands."""
+    from catalog.log import cloud
+
+    storage = storage_for(s3_warehouse)
+    monkeypatch.setattr(cloud, "_PROBED", set())
+
+    def forbidden(target: str) -> None:
+        raise OSError(f"Forbidden: {target}\nno storage.objects.delete access")
+
+    monkeypatch.setattr(storage.fs, "rm_file", forbidden)
+    storage.require_atomic_commit()  # moto honours the precondition: accepted
+    assert cloud._PROBED
