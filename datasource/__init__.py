@@ -1,17 +1,19 @@
-"""The Spark connector: the ``state_store`` data source, ``asof_join`` and ``upsert_into``.
+"""The Spark connector: the ``state_store`` data source, ``asof_join``, ``upsert_into`` and
+``register_sql``.
 
 Import direction, each module only those after it: ``source`` (Spark's ``DataSource``) ->
-``stream_writer``, ``upsert`` (update-mode streams through ``foreachBatch``) -> ``writer``; ``stream_reader``, ``history`` -> ``reader`` -> ``options``
-(parsed once; the kinds' options derived from ``catalog.kinds``), ``pushdown``,
-``intervals``, ``spark_types``, ``errors`` -> ``catalog``, ``stores``; ``asof`` (the join)
-beside them. The connector names no store kind: what differs between kinds the kinds declare.
+``stream_writer``, ``upsert`` (update-mode streams through ``foreachBatch``) -> ``writer``;
+``stream_reader``, ``history`` -> ``reader`` -> ``options`` (parsed once; the kinds' options
+derived from ``catalog.kinds``), ``pushdown``, ``intervals``, ``spark_types``, ``errors`` ->
+``catalog``, ``stores``; ``asof`` (the join) and ``sql_lookups`` (UDTFs) beside them. The
+connector names no store kind: what differs between kinds the kinds declare.
 """
 
 from typing import Any
 
 from datasource.source import FORMAT, DefaultSource
 
-__all__ = ["FORMAT", "DefaultSource", "asof_join", "upsert_into"]
+__all__ = ["FORMAT", "DefaultSource", "asof_join", "register_sql", "upsert_into"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,4 +29,8 @@ def __getattr__(name: str) -> Any:
         from datasource.upsert import upsert_into
 
         return upsert_into
+    if name == "register_sql":  # SQL lookups as Python UDTFs (``sql_lookups``)
+        from datasource.sql_lookups import register_sql
+
+        return register_sql
     raise AttributeError(f"module 'datasource' has no attribute {name!r}")

@@ -44,6 +44,13 @@ def test_the_readme_sql_runs_and_says_what_it_shows(spark: Any, warehouse: str) 
     rates.write.format("state_store").option("root", warehouse).option("kind", "versioned") \
         .option("historyRetention", "30 days").option("numPartitions", "4").mode("append") \
         .save("rates")  # fmt: skip
+    from datasource import register_sql
+
+    register_sql(spark, root=warehouse)  # the README's Python line before its lookups
+    spark.createDataFrame(
+        [(1, "EUR", at(9, 30)), (2, "GBP", at(9)), (3, "JPY", at(10, 30)), (4, "EUR", at(11))],
+        "id int, currency string, placed_at timestamp",
+    ).createOrReplaceTempView("orders")
     statements = sql_statements()
     assert len(statements) >= 20 and any("CREATE TABLE" in s for s in statements)
     results: list[list[tuple[Any, ...]]] = []
@@ -55,9 +62,14 @@ def test_the_readme_sql_runs_and_says_what_it_shows(spark: Any, warehouse: str) 
     finally:
         spark.sql("DROP TABLE IF EXISTS fx")  # in the suite's own working directory
     (
-        use, side_by_side, eur_versions, after_insert, history, commit_1, changes, stores,
+        eur_latest, lateral, asof, use, side_by_side, eur_versions, after_insert, history, commit_1, changes, stores,
         fx_then, fx_eod,
     ) = results  # fmt: skip
+    assert [r[0] for r in eur_latest] == [1.0698]  # value, valid_from, valid_to
+    # Each order as of its time; GBP's at 9:00 is before its first version (nulls, kept).
+    priced = sorted((r[0], r[-3]) for r in lateral)
+    assert priced == [(1, 1.0712), (2, None), (3, 0.00641), (4, 1.0698)]
+    assert sorted((r[0], r[-3]) for r in asof) == priced
     assert sorted(r[0] for r in use) == ["EUR", "GBP", "JPY"]
     assert side_by_side == [("EUR", 1.0698, 1.0735), ("GBP", 1.2511, 1.2480),
                             ("JPY", 0.00641, 0.00641)]  # fmt: skip
