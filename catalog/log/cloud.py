@@ -167,7 +167,12 @@ class ObjectStoreStorage(Storage):
                 with self._translated():
                     self.fs.pipe_file(target, data, mode="create")
                 return True
-            except FileExistsError:
+            except FileExistsError as exc:
+                # adlfs reads every 409 of Put Blob as "exists" (ContainerBeingDeleted too):
+                # only BlobAlreadyExists says the name is taken.
+                azure = getattr(exc.__context__ or exc.__cause__, "error_code", None)
+                if azure is not None and getattr(azure, "value", azure) != "BlobAlreadyExists":
+                    raise
                 return False
             except OSError as exc:
                 # S3's 409 ConditionalRequestConflict: another conditional put of this key is in

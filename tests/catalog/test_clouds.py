@@ -332,3 +332,28 @@ def test_a_probe_object_the_writer_may_not_delete_does_not_stop_the_write(
     monkeypatch.setattr(storage.fs, "rm_file", forbidden)
     storage.require_atomic_commit()  # moto honours the precondition: accepted
     assert cloud._PROBED
+
+
+def test_an_azure_409_other_than_blob_already_exists_is_no_taken_name(
+    s3_warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """adlfs turns every 409 of Put Blob into FileExistsError; ContainerBeingDeleted must not
+    read as "another writer took this commit id" (the commit would retry to exhaustion)."""
+
+    class AzureConflict(Exception):
+        def __init__(self, code: str) -> None:
+            super().__init__(code)
+            self.error_code = code
+
+    def conflict(code: str) -> None:
+        try:
+            raise AzureConflict(code)
+        except AzureConflict:
+            raise FileExistsError("the specified blob already exists") from None
+
+    storage = storage_for(s3_warehouse)
+    monkeypatch.setattr(storage.fs, "pipe_file", lambda *a, **k: conflict("ContainerBeingDeleted"))
+    with pytest.raises(FileExistsError):
+        storage._put_if_absent(storage.path("x"), b"x")
+    monkeypatch.setattr(storage.fs, "pipe_file", lambda *a, **k: conflict("BlobAlreadyExists"))
+    assert storage._put_if_absent(storage.path("x"), b"x") is False
