@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -111,6 +112,11 @@ def test_get_gives_kafkas_answer_from_fewer_reads(
         # One instant per key: answered one by one (the other way get_many answers).
         for k, t in asked[:: max(1, len(asked) // 15)]:
             assert store.get_many([k, b"zz"], [t, t]) == [store.get(k, t), None]
+        # The history held in memory (the as-of join's other method) answers the same.
+        history = store.history()
+        assert history is not None
+        found = history.as_of_columns(pa.array(keys + [b"zz"]), pa.array(stamps + [0]))
+        assert found.equals(store.as_of_columns(pa.array(keys + [b"zz"]), pa.array(stamps + [0])))
 
 
 @st.composite
