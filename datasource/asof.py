@@ -13,12 +13,13 @@ semantics, history retention included): the version's ``value``, ``valid_from`` 
 join: every event is kept, in its order within its Spark partition).
 
 How: the store's newest commit is pinned on the driver when the join is planned, with each
-store partition's row count from the commit log. Each Spark task (``mapInArrow``,
-``datasource.asof_lookup``) gathers up to ``AsOfLookup.chunk_rows`` events, serializes their
-keys as the store does, groups them by store partition (the store's partitioner: Spark SQL
-computes crc32's where it can; Kafka's murmur2, which Spark SQL cannot compute over bytes, is
-computed by the task over the serialized keys in bulk, ``catalog.partitioner.partitions_of``)
-and answers each partition's events at once from its local cache at the pinned commit
+store partition's row count from the commit log. An Arrow UDF of the key and time columns
+(``datasource.asof_lookup``; an iterator of batches, one call per task) sends only those to
+Python and only the answers back; Spark keeps the events' other columns, and each event's
+place, in the JVM. Each task gathers up to ``AsOfLookup.chunk_rows`` events, serializes their
+keys as the store does, groups them by store partition (the store's partitioner, crc32 or
+Kafka's murmur2, over the serialized keys in bulk: ``catalog.partitioner.partitions_of``) and
+answers each partition's events at once from its local cache at the pinned commit
 (``PartitionCache.open_at``, built or caught up from the durable files if needed): from the
 partition's history held in the Python worker's memory (``VersionedKeyValueStore.history``,
 read once per worker, answered by binary search), or by key-ordered RocksDB lookups that read
@@ -30,19 +31,19 @@ the join runs on any cluster whose executors reach the warehouse.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from catalog.catalog import Catalog, StoreTable
-from catalog.partitioner import spark_sql_expression
-from datasource.asof_lookup import METHODS, AsOfLookup
+from datasource.asof_lookup import ADDED, METHODS, AsOfLookup
 from stores.errors import InvalidOptionError
 from stores.types import describe
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-#: The columns a join adds, after its ``prefix``.
-ADDED = ("value", "valid_from", "valid_to")
 
 
 def asof_join(
@@ -89,7 +90,9 @@ def asof_join(
             timestamp or epoch-ms bigint (TIMESTAMP_TYPE); an added column's name is taken
             (COLUMN_EXISTS); ``method`` is not one of the above (ASOF_METHOD).
     """
-    from pyspark.sql.types import StructField, StructType
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import arrow_udf
+    from pyspark.sql.types import StructField, StructType, TimestampType
 
     if method not in METHODS:
         raise InvalidOptionError(
@@ -140,47 +143,38 @@ def asof_join(
             "which the join adds; give a prefix (e.g. prefix='store_')",
             code="COLUMN_EXISTS",
         )
-    value_field = StructField.fromJson(
-        {"name": added[0], "type": spec.value_type, "nullable": True, "metadata": {}}
-    )
-    out = StructType(
+    answers = StructType(
         [
-            *schema.fields,
-            value_field,
             StructField.fromJson(
-                {"name": added[1], "type": "timestamp", "nullable": True, "metadata": {}}
+                {"name": ADDED[0], "type": spec.value_type, "nullable": True, "metadata": {}}
             ),
-            StructField.fromJson(
-                {"name": added[2], "type": "timestamp", "nullable": True, "metadata": {}}
-            ),
+            StructField(ADDED[1], TimestampType()),
+            StructField(ADDED[2], TimestampType()),
         ]
     )
-    # Spark exchanges TIMESTAMP columns with Arrow in the session's time zone.
-    zone = events.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
-    # The JVM computes each event's store partition where Spark SQL can (the partitioner's
-    # expression): one crc32 per event fewer in Python. The column is dropped again.
-    partition_column = None
-    try:
-        quoted = "`" + key.replace("`", "``") + "`"
-        expression = spark_sql_expression(
-            spec.key_type, spec.num_partitions, quoted, spec.partitioner
-        )
-    except InvalidOptionError:
-        # Keys Spark SQL cannot serialize, or a partitioner it cannot compute (Kafka's
-        # murmur2): the tasks compute it, over the keys they serialize anyway.
-        expression = None
-    if expression is not None:
-        from pyspark.sql import functions as F
-
-        partition_column = "__store_partition"
-        while partition_column in names:
-            partition_column += "_"
-        events = events.withColumn(partition_column, F.expr(expression).cast("int"))
     lookup = AsOfLookup(
-        table.catalog.root, spec, snapshot, key, timestamp, added, zone, partition_column,
+        table.catalog.root, spec, snapshot, key,
+        # Spark exchanges TIMESTAMP columns with Arrow in the session's time zone.
+        events.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC",
         method, _partition_rows(table, snapshot) if method == "auto" else (),
     )  # fmt: skip
-    return events.mapInArrow(lookup, out)
+
+    # An Arrow UDF of the key and time columns (an iterator of batches: one per task): only
+    # they cross to Python and only the answers come back; Spark keeps the other columns,
+    # and each event's place, in the JVM.
+    def as_of(columns: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        return lookup.columns(columns)
+
+    found = "__asof"
+    while found in names:
+        found += "_"
+    quoted = ("`" + name.replace("`", "``") + "`" for name in (key, timestamp))
+    # (pyspark's stubs type the iterator form only with functionType=, which warns.)
+    udf = arrow_udf(as_of, answers)  # type: ignore[call-overload]
+    answered = events.withColumn(found, udf(*quoted))
+    return answered.withColumns(
+        {name: F.col(found).getField(field) for name, field in zip(added, ADDED)}
+    ).drop(found)
 
 
 def _partition_rows(table: StoreTable, snapshot: int) -> tuple[int, ...]:

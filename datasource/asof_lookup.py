@@ -1,10 +1,11 @@
-"""The per-task work of ``asof_join`` (``datasource.asof``): each task's events answered from
-the executor's local caches, by one of two methods per store partition.
+"""The per-task work of ``asof_join`` (``datasource.asof``): the function of its Arrow UDF,
+which answers each task's events (their key and time columns) from the executor's local
+caches, by one of two methods per store partition.
 
 - **history**: the partition's versions that ``get(key, as_of)`` can answer, read from its
   local cache once per Python worker and kept in memory as columns (values decoded to the
   store's value type once: ``VersionedKeyValueStore.history``); a task's events are then
-  answered by two binary searches, with no read and no decode. Spark reuses its Python workers
+  answered by a hash lookup of its key and one binary search, with no read and no decode. Spark reuses its Python workers
   across tasks, so the store is read about once per worker, not once per task.
 - **lookups**: the events' keys looked up in the partition's RocksDB, in key order, each key's
   rows read once per chunk (``VersionedKeyValueStore.as_of_columns``).
@@ -36,6 +37,8 @@ from catalog.log.spec import StoreSpec
 from catalog.partitioner import partitions_of
 from stores.serdes import serde_for
 
+#: The columns a join adds (after its prefix).
+ADDED = ("value", "valid_from", "valid_to")
 #: The methods ``asof_join`` takes (see the module doc).
 METHODS = ("auto", "history", "lookups")
 #: ``auto`` reads a partition's history for a chunk with at least one event per this many
@@ -49,21 +52,16 @@ HISTORY_BYTES = int(os.environ.get("STATE_STORE_ASOF_HISTORY_MB", "256")) * (1 <
 
 @dataclass(frozen=True)
 class AsOfLookup:
-    """The per-task work of ``asof_join`` (picklable: configuration only).
-
-    Called by Spark with one task's event batches; yields each batch with the added columns.
+    """The per-task work of ``asof_join`` (picklable: configuration only): ``columns``.
     """
 
     root: str
     spec: StoreSpec
     snapshot: int
+    #: The events' key column (named in errors).
     key: str
-    timestamp: str
-    added: tuple[str, str, str]
+    #: The session's time zone: Spark exchanges TIMESTAMP columns with Arrow in it.
     zone: str = "UTC"
-    #: The column holding each event's store partition (computed by Spark), if any: read,
-    #: then left out of the output.
-    partition_column: str | None = None
     #: ``auto``, ``history`` or ``lookups`` (module doc).
     method: str = "auto"
     #: Rows written to each store partition up to the snapshot (its newest snapshot's and the
@@ -74,27 +72,41 @@ class AsOfLookup:
     #: so that a key's rows are read once per chunk however many of its events it holds.
     chunk_rows: int = 1 << 18
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def columns(self, arrays: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        """The function of ``asof_join``'s Arrow UDF (an iterator of arrays): for each batch
+        of ``(key, timestamp)`` arrays, a struct array of ``value``, ``valid_from`` and
+        ``valid_to``, as long, in order. Batches are answered a chunk of ``chunk_rows``
+        events at a time (kept until their chunk is answered)."""
         with _Partitions(self.root, self.spec, self.snapshot) as partitions:
-            pending: list[pa.RecordBatch] = []
+            pending: list[tuple[pa.Array, pa.Array]] = []
             rows = 0
-            for batch in batches:
-                pending.append(batch)
-                rows += batch.num_rows
+            for keys, times, *_ in arrays:
+                pending.append((keys, times))
+                rows += len(keys)
                 if rows >= self.chunk_rows:
-                    yield from self.join(pending, partitions)
+                    yield from self._chunk(pending, partitions)
                     pending, rows = [], 0
             if pending:
-                yield from self.join(pending, partitions)
+                yield from self._chunk(pending, partitions)
 
-    def join(
-        self, batches: list[pa.RecordBatch], partitions: _Partitions
-    ) -> Iterator[pa.RecordBatch]:
-        """``batches`` with the value, valid_from and valid_to of each event's key at its
-        time, answered together: by store partition, each partition's events at once."""
+    def _chunk(
+        self, pending: list[tuple[pa.Array, pa.Array]], partitions: _Partitions
+    ) -> Iterator[pa.Array]:
+        keys, times = (pa.chunked_array(c).combine_chunks() for c in zip(*pending))
+        answered = pa.StructArray.from_arrays(
+            list(self.answer(keys, times, partitions)), names=list(ADDED)
+        )
+        offset = 0
+        for part, _ in pending:
+            yield answered.slice(offset, len(part))
+            offset += len(part)
+
+    def answer(
+        self, keys_column: pa.Array, times: pa.Array, partitions: _Partitions
+    ) -> tuple[pa.Array, pa.Array, pa.Array]:
+        """The value, valid_from and valid_to of each event's key at its time, answered
+        together: by store partition, each partition's events at once."""
         spec = self.spec
-        keys_column = pa.chunked_array([b.column(self.key) for b in batches]).combine_chunks()
-        times = pa.chunked_array([b.column(self.timestamp) for b in batches]).combine_chunks()
         key_bytes = serde_for(spec.key_type, column=self.key).encode(keys_column)
         as_of, wanted = _millis(times)
         if key_bytes.null_count:
@@ -102,11 +114,7 @@ class AsOfLookup:
         rows = np.flatnonzero(wanted)  # the events that can have a version
         keys = key_bytes.take(pa.array(rows))
         stamps = as_of[rows]
-        if self.partition_column is None:
-            owners = partitions_of(keys, spec.num_partitions, spec.partitioner)
-        else:
-            computed = pa.chunked_array([b.column(self.partition_column) for b in batches])
-            owners = computed.to_numpy()[rows]
+        owners = partitions_of(keys, spec.num_partitions, spec.partitioner)
         # Partition ids as 16-bit integers sort by radix (linear time).
         small = spec.num_partitions <= np.iinfo(np.int16).max
         order = np.argsort(owners.astype(np.int16) if small else owners, kind="stable")
@@ -143,22 +151,7 @@ class AsOfLookup:
             )
             for parts in (starts, ends)
         )
-        offset = 0
-        for batch in batches:
-            size = batch.num_rows
-            if self.partition_column is not None:
-                batch = batch.drop_columns([self.partition_column])
-            names = [*batch.schema.names, *self.added]
-            yield pa.RecordBatch.from_arrays(
-                [
-                    *batch.columns,
-                    value_column.slice(offset, size),
-                    from_column.slice(offset, size),
-                    to_column.slice(offset, size),
-                ],
-                names=names,
-            )
-            offset += size
+        return value_column, from_column, to_column
 
     def _decode(self, values: pa.Array) -> pa.Array:
         return serde_for(self.spec.value_type, column="value").decode(values)
