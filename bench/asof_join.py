@@ -3,6 +3,7 @@
     python bench/asof_join.py                         # 1000 keys x 100 versions, double values
     python bench/asof_join.py --value-bytes 100       # 100-byte string values instead
     python bench/asof_join.py --keys 10000 --versions 10    # the range join's best case
+    python bench/asof_join.py --method lookups        # one of asof_join's methods, not auto
 
 A versioned store of ``keys`` 16-byte keys x ``versions`` versions (double values, or strings of
 ``--value-bytes``; one per minute per key, 4 store partitions; history retention 1 day, so
@@ -14,8 +15,9 @@ case: few keys (currency pairs), each with a long history (a rate a minute), man
 ``asof_join`` more than the JVM-only joins. Three ways to give each event
 the value valid at its time, each run into Spark's ``noop`` sink:
 
-- ``asof_join``: this library (``datasource.asof``): batched, key-ordered lookups in each
-  partition's local cache;
+- ``asof_join``: this library (``datasource.asof``), ``--method`` ``auto`` (the default;
+  here it holds each partition's history in each Python worker's memory), ``history`` or
+  ``lookups`` (batched, key-ordered RocksDB lookups in each partition's local cache);
 - range join: ``events LEFT JOIN versions ON key = key AND valid_from <= t AND (valid_to IS NULL
   OR t < valid_to)`` over the store's ``versions=all`` table (``spark.read...option("versions",
   "all")``);
@@ -61,6 +63,7 @@ def main() -> None:
     parser.add_argument(
         "--value-bytes", type=int, default=0, help="string values of this size (0: doubles)"
     )
+    parser.add_argument("--method", default="auto", choices=["auto", "history", "lookups"])
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-asof-join-"))
     os.environ["STATE_STORE_CACHE_DIR"] = str(work / "cache")
@@ -91,7 +94,9 @@ def main() -> None:
         ).cache()  # fmt: skip
         events.count()
 
-        joined = asof_join(events, "rates", key="key", timestamp="ts", root=root)
+        joined = asof_join(
+            events, "rates", key="key", timestamp="ts", root=root, method=args.method
+        )
         history = spark.read.format("state_store").option("root", root).option(
             "versions", "all"
         ).load("rates")
@@ -144,7 +149,7 @@ def main() -> None:
         print(
             f"as-of join: {args.events} events, store of {args.keys} keys x {args.versions} "
             f"versions ({f'{args.value_bytes}-byte strings' if args.value_bytes else 'doubles'}"
-            f", 4 partitions), local[2], median of {args.repeat}; "
+            f", 4 partitions), local[2], median of {args.repeat}, method {args.method}; "
             f"{matched['asof_join']} events found a version"
         )
         for name in ways:

@@ -12,46 +12,38 @@ semantics, history retention included): the version's ``value``, ``valid_from`` 
 ``valid_to`` (null for a key's current version), or nulls where no version is valid (a left
 join: every event is kept, in its order within its Spark partition).
 
-How: the store's newest commit is pinned on the driver when the join is planned. Each Spark
-task (``mapInArrow``) gathers up to ``AsOfLookup.chunk_rows`` events, serializes their keys as
-the store does, groups them by store partition (the store's partitioner: Spark SQL computes
-crc32's where it can; Kafka's murmur2, which Spark SQL cannot compute over bytes, is computed by
-the task over the serialized keys in bulk, ``catalog.partitioner.partitions_of``), opens each partition's local cache read-only at the pinned commit
-(``PartitionCache.open_at``, built or caught up from the durable files if needed) and answers
-the partition's events in one call (``VersionedKeyValueStore.as_of_columns``): key-ordered
-lookups that read each key's rows once however many events the key has. Spark objects hold
-only picklable configuration (the warehouse URL, the store's spec, the commit), so the join
-runs on any cluster whose executors reach the warehouse.
+How: the store's newest commit is pinned on the driver when the join is planned, with each
+store partition's row count from the commit log. An Arrow UDF of the key and time columns
+(``datasource.asof_lookup``; an iterator of batches, one call per task) sends only those to
+Python and only the answers back; Spark keeps the events' other columns, and each event's
+place, in the JVM. Each task gathers up to ``AsOfLookup.chunk_rows`` events, serializes their
+keys as the store does, groups them by store partition (the store's partitioner, crc32 or
+Kafka's murmur2, over the serialized keys in bulk: ``catalog.partitioner.partitions_of``) and
+answers each partition's events at once from its local cache at the pinned commit
+(``PartitionCache.open_at``, built or caught up from the durable files if needed): from the
+partition's history held in the Python worker's memory (``VersionedKeyValueStore.history``,
+read once per worker, answered by binary search), or by key-ordered RocksDB lookups that read
+each key's rows once per chunk (``VersionedKeyValueStore.as_of_columns``); ``method`` picks,
+by default from the partition's rows and the events asking about it. Spark objects hold only
+picklable configuration (the warehouse URL, the store's spec, the commit, the row counts), so
+the join runs on any cluster whose executors reach the warehouse.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from catalog.caches.partitions import PartitionCache
 from catalog.catalog import Catalog, StoreTable
-from catalog.log.spec import StoreSpec
-from catalog.partitioner import partitions_of, spark_sql_expression
+from datasource.asof_lookup import ADDED, METHODS, AsOfLookup
 from stores.errors import InvalidOptionError
-from stores.serdes import serde_for
 from stores.types import describe
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-#: The columns a join adds, after its ``prefix``.
-ADDED = ("value", "valid_from", "valid_to")
-#: What ``VersionedKeyValueStore.as_of_columns`` answers.
-_ANSWERS = pa.schema(
-    [("value", pa.binary()), ("valid_from", pa.int64()), ("valid_to", pa.int64())]
-)
 
 
 def asof_join(
@@ -62,6 +54,7 @@ def asof_join(
     timestamp: str = "timestamp",
     root: str | None = None,
     prefix: str = "",
+    method: str = "auto",
 ) -> DataFrame:
     """Join each event with the version of its key that the versioned ``store`` held at its
     time: ``events`` plus ``<prefix>value``, ``<prefix>valid_from``, ``<prefix>valid_to``.
@@ -75,6 +68,12 @@ def asof_join(
         root: the warehouse URL; else ``$STATE_STORE_ROOT`` as this process sees it, else
             ``./state-warehouse`` (resolved here, on the driver, and handed to the tasks).
         prefix: put before the added column names (e.g. ``"rate_"``).
+        method: how the tasks answer (``datasource.asof_lookup``): ``"history"`` holds each
+            store partition's versions in memory in every Python worker and answers by
+            binary search; ``"lookups"`` looks the events' keys up in the partitions' RocksDB;
+            ``"auto"`` (the default) picks per partition and chunk of events, from the
+            partition's rows in the commit log and the events asking about it. The answers
+            are the same.
 
     Returns:
         A DataFrame of the events and, per event, the value valid at its time (the store's
@@ -89,9 +88,17 @@ def asof_join(
             ``timestamp`` is not a column of ``events`` (MISSING_COLUMN); the key column's type
             is not the store's key type (KEY_TYPE_MISMATCH); the time column is not a
             timestamp or epoch-ms bigint (TIMESTAMP_TYPE); an added column's name is taken
-            (COLUMN_EXISTS).
+            (COLUMN_EXISTS); ``method`` is not one of the above (ASOF_METHOD).
     """
-    from pyspark.sql.types import StructField, StructType
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import arrow_udf
+    from pyspark.sql.types import StructField, StructType, TimestampType
+
+    if method not in METHODS:
+        raise InvalidOptionError(
+            f"asof_join: method={method!r}; accepted: {', '.join(map(repr, METHODS))}",
+            code="ASOF_METHOD",
+        )
 
     table = Catalog(root).load(store)
     spec = table.spec
@@ -136,201 +143,50 @@ def asof_join(
             "which the join adds; give a prefix (e.g. prefix='store_')",
             code="COLUMN_EXISTS",
         )
-    value_field = StructField.fromJson(
-        {"name": added[0], "type": spec.value_type, "nullable": True, "metadata": {}}
-    )
-    out = StructType(
+    answers = StructType(
         [
-            *schema.fields,
-            value_field,
             StructField.fromJson(
-                {"name": added[1], "type": "timestamp", "nullable": True, "metadata": {}}
+                {"name": ADDED[0], "type": spec.value_type, "nullable": True, "metadata": {}}
             ),
-            StructField.fromJson(
-                {"name": added[2], "type": "timestamp", "nullable": True, "metadata": {}}
-            ),
+            StructField(ADDED[1], TimestampType()),
+            StructField(ADDED[2], TimestampType()),
         ]
     )
-    # Spark exchanges TIMESTAMP columns with Arrow in the session's time zone.
-    zone = events.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
-    # The JVM computes each event's store partition where Spark SQL can (the partitioner's
-    # expression): one crc32 per event fewer in Python. The column is dropped again.
-    partition_column = None
-    try:
-        quoted = "`" + key.replace("`", "``") + "`"
-        expression = spark_sql_expression(
-            spec.key_type, spec.num_partitions, quoted, spec.partitioner
-        )
-    except InvalidOptionError:
-        # Keys Spark SQL cannot serialize, or a partitioner it cannot compute (Kafka's
-        # murmur2): the tasks compute it, over the keys they serialize anyway.
-        expression = None
-    if expression is not None:
-        from pyspark.sql import functions as F
-
-        partition_column = "__store_partition"
-        while partition_column in names:
-            partition_column += "_"
-        events = events.withColumn(partition_column, F.expr(expression).cast("int"))
     lookup = AsOfLookup(
-        table.catalog.root, spec, snapshot, key, timestamp, added, zone, partition_column
-    )
-    return events.mapInArrow(lookup, out)
+        table.catalog.root, spec, snapshot, key,
+        # Spark exchanges TIMESTAMP columns with Arrow in the session's time zone.
+        events.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC",
+        method, _partition_rows(table, snapshot) if method == "auto" else (),
+    )  # fmt: skip
+
+    # An Arrow UDF of the key and time columns (an iterator of batches: one per task): only
+    # they cross to Python and only the answers come back; Spark keeps the other columns,
+    # and each event's place, in the JVM.
+    def as_of(columns: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        return lookup.columns(columns)
+
+    found = "__asof"
+    while found in names:
+        found += "_"
+    quoted = ("`" + name.replace("`", "``") + "`" for name in (key, timestamp))
+    # (pyspark's stubs type the iterator form only with functionType=, which warns.)
+    udf = arrow_udf(as_of, answers)  # type: ignore[call-overload]
+    answered = events.withColumn(found, udf(*quoted))
+    return answered.withColumns(
+        {name: F.col(found).getField(field) for name, field in zip(added, ADDED)}
+    ).drop(found)
 
 
-@dataclass(frozen=True)
-class AsOfLookup:
-    """The per-task work of ``asof_join`` (picklable: configuration only).
-
-    Called by Spark with one task's event batches; yields each batch with the added columns.
-    """
-
-    root: str
-    spec: StoreSpec
-    snapshot: int
-    key: str
-    timestamp: str
-    added: tuple[str, str, str]
-    zone: str = "UTC"
-    #: The column holding each event's store partition (computed by Spark), if any: read,
-    #: then left out of the output.
-    partition_column: str | None = None
-
-    #: Events looked up together: the input batches are kept until their chunk is answered,
-    #: so that a key's rows are read once per chunk however many of its events it holds.
-    chunk_rows: int = 1 << 18
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        with _Partitions(self.root, self.spec, self.snapshot) as partitions:
-            pending: list[pa.RecordBatch] = []
-            rows = 0
-            for batch in batches:
-                pending.append(batch)
-                rows += batch.num_rows
-                if rows >= self.chunk_rows:
-                    yield from self.join(pending, partitions)
-                    pending, rows = [], 0
-            if pending:
-                yield from self.join(pending, partitions)
-
-    def join(
-        self, batches: list[pa.RecordBatch], partitions: _Partitions
-    ) -> Iterator[pa.RecordBatch]:
-        """``batches`` with the value, valid_from and valid_to of each event's key at its
-        time, looked up together: by store partition, each partition's events in one call."""
-        spec = self.spec
-        keys_column = pa.chunked_array([b.column(self.key) for b in batches]).combine_chunks()
-        times = pa.chunked_array([b.column(self.timestamp) for b in batches]).combine_chunks()
-        key_bytes = serde_for(spec.key_type, column=self.key).encode(keys_column)
-        as_of, wanted = _millis(times)
-        if key_bytes.null_count:
-            wanted &= key_bytes.is_valid().to_numpy(zero_copy_only=False)
-        rows = np.flatnonzero(wanted)  # the events that can have a version
-        keys = key_bytes.take(pa.array(rows))
-        stamps = pa.array(as_of[rows])
-        if self.partition_column is None:
-            owners = partitions_of(keys, spec.num_partitions, spec.partitioner)
-        else:
-            computed = pa.chunked_array([b.column(self.partition_column) for b in batches])
-            owners = computed.to_numpy()[rows]
-        order = np.argsort(owners, kind="stable")
-        bounds = np.searchsorted(owners[order], np.arange(spec.num_partitions + 1)).tolist()
-        answers = []
-        for partition in range(spec.num_partitions):
-            picked = pa.array(order[bounds[partition] : bounds[partition + 1]])
-            if len(picked):
-                answers.append(
-                    partitions.lookup(partition, keys.take(picked), stamps.take(picked))
-                )
-        # Answer k belongs to event rows[order[k]]; the other events get nulls.
-        where = np.full(len(as_of), -1, dtype=np.int64)
-        where[rows[order]] = np.arange(len(rows))
-        pick = pa.array(where, mask=where < 0)
-        found = pa.Table.from_batches(answers, schema=_ANSWERS).combine_chunks()
-        value_column = serde_for(spec.value_type, column="value").decode(
-            found.column("value").chunk(0).take(pick) if found.num_rows
-            else pa.nulls(len(as_of), pa.binary())
-        )  # fmt: skip
-        stamp_type = pa.timestamp("us", tz=self.zone)
-        from_column, to_column = (
-            pc.multiply(found.column(name).chunk(0).take(pick), 1_000).cast(stamp_type)
-            if found.num_rows else pa.nulls(len(as_of), stamp_type)
-            for name in ("valid_from", "valid_to")
-        )  # fmt: skip
-        offset = 0
-        for batch in batches:
-            size = batch.num_rows
-            if self.partition_column is not None:
-                batch = batch.drop_columns([self.partition_column])
-            names = [*batch.schema.names, *self.added]
-            yield pa.RecordBatch.from_arrays(
-                [
-                    *batch.columns,
-                    value_column.slice(offset, size),
-                    from_column.slice(offset, size),
-                    to_column.slice(offset, size),
-                ],
-                names=names,
-            )
-            offset += size
-
-
-class _Partitions:
-    """The store partitions one task has opened, each at the pinned commit, until it ends."""
-
-    def __init__(self, root: str, spec: StoreSpec, snapshot: int) -> None:
-        self.catalog = Catalog(root)
-        self.spec = spec
-        self.snapshot = snapshot
-        self._open: dict[int, tuple[Any, contextlib.ExitStack]] = {}
-
-    def __enter__(self) -> _Partitions:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for _, stack in self._open.values():
-            stack.close()
-        self._open.clear()
-
-    def _cache(self, partition: int) -> PartitionCache:
-        return StoreTable(self.catalog, self.spec).partition_cache(partition)
-
-    def _store(self, partition: int) -> Any:
-        if partition not in self._open:
-            stack = contextlib.ExitStack()
-            store, _ = stack.enter_context(self._cache(partition).open_at(self.snapshot))
-            self._open[partition] = (store, stack)
-        return self._open[partition][0]
-
-    def lookup(self, partition: int, keys: pa.Array, as_ofs: pa.Array) -> pa.RecordBatch:
-        """``as_of_columns`` on a partition; a cache that RocksDB reports damaged is closed,
-        discarded, rebuilt from the log and asked again, once (``PartitionCache.repairing``)."""
-
-        def release() -> None:
-            opened = self._open.pop(partition, None)
-            if opened is not None:
-                opened[1].close()  # our shared lock first: discarding takes it exclusively
-
-        found: pa.RecordBatch = self._cache(partition).repairing(
-            lambda: self._store(partition).as_of_columns(keys, as_ofs), release=release
-        )
-        return found
-
-
-def _millis(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Epoch milliseconds (floored) of a timestamp or epoch-ms column, and which rows can have
-    a version: not null and not before 1970 (Kafka's timestamps are >= 0)."""
-    if pa.types.is_timestamp(column.type):
-        unit = column.type.unit
-        raw = column.cast(pa.int64()).fill_null(-1).to_numpy(zero_copy_only=False)
-        factor = {"s": None, "ms": 1, "us": 1_000, "ns": 1_000_000}[unit]
-        millis = raw * 1_000 if factor is None else np.floor_divide(raw, factor)
-    else:
-        millis = column.cast(pa.int64()).fill_null(-1).to_numpy(zero_copy_only=False)
-    wanted = millis >= 0
-    if column.null_count:
-        wanted &= column.is_valid().to_numpy(zero_copy_only=False)
-    return millis, wanted
+def _partition_rows(table: StoreTable, snapshot: int) -> tuple[int, ...]:
+    """The rows a cache of each partition applies to reach ``snapshot`` (its newest snapshot's
+    and the changelog files' after it), from the commit log: the statistic ``auto`` weighs."""
+    rows = []
+    for partition in range(table.spec.num_partitions):
+        plan = table.log.restore_plan(0, snapshot, partition)
+        records = [plan.snapshot] if plan.snapshot is not None else []
+        records += plan.records
+        rows.append(sum(f.rows for r in records for f in r.files_for(partition)))
+    return tuple(rows)
 
 
 __all__ = ["ADDED", "AsOfLookup", "asof_join"]

@@ -49,6 +49,7 @@ from stores.versioned.format import (
     segment_prefix,
     versioned_record,
 )
+from stores.versioned.history import VersionedHistory
 from stores.versioned.lookups import VersionedLookups
 from stores.versioned.put import (
     NOT_PUT,
@@ -505,6 +506,18 @@ class VersionedKeyValueStore:
         """
         self._check_open()
         return self._lookups.as_of_columns(keys, as_ofs)
+
+    def history(self, max_bytes: int | None = None) -> VersionedHistory | None:
+        """Every version :meth:`get` can answer now, read once and held in memory as columns:
+        many later lookups answered with no read (``VersionedHistory.find``); it does not
+        follow later writes. None if the rows it reads exceed ``max_bytes``.
+
+        Raises:
+            StoreClosedError: the store is closed.
+            CorruptDataError: a row does not follow Kafka's layout.
+        """
+        self._check_open()
+        return VersionedHistory.read(self._client, max_bytes)
 
     # -- stream time ---------------------------------------------------------------------------
 

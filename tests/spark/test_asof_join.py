@@ -78,11 +78,14 @@ def answers(joined: Any, prefix: str = "") -> list[tuple[Any, Any, Any]]:
     return [(r.v, r.f, r.t) for r in rows]
 
 
-def test_each_event_gets_what_get_as_of_answers(spark: Any, rates: str) -> None:
+@pytest.mark.parametrize("method", ["auto", "history", "lookups"])
+def test_each_event_gets_what_get_as_of_answers(spark: Any, rates: str, method: str) -> None:
     events = spark.createDataFrame(
         [(i, key, t) for i, (key, t) in enumerate(EVENTS)], "id int, currency string, t bigint"
     ).repartition(3)  # several tasks, each with events of every store partition
-    joined = asof_join(events, "rates", key="currency", timestamp="t", root=rates, prefix="r_")
+    joined = asof_join(
+        events, "rates", key="currency", timestamp="t", root=rates, prefix="r_", method=method
+    )
     assert joined.columns == ["id", "currency", "t", "r_value", "r_valid_from", "r_valid_to"]
     ordered = joined.orderBy("id")
     got = dict(zip([r.id for r in ordered.select("id").collect()], answers(ordered, "r_")))
@@ -94,26 +97,31 @@ def test_each_event_gets_what_get_as_of_answers(spark: Any, rates: str) -> None:
     assert expected[6] == (3.0, 3_000, None) and expected[13] == (None, None, None)
 
 
-def test_a_store_with_kafkas_partitioner_joins_the_same(spark: Any, rates: str) -> None:
+@pytest.mark.parametrize("method", ["history", "lookups"])
+def test_a_store_with_kafkas_partitioner_joins_the_same(
+    spark: Any, rates: str, method: str
+) -> None:
     # Spark SQL has no murmur2 over bytes: the tasks compute Kafka's partition of each key
     # (catalog.partitioner.partitions_of) where a crc32 store gets it from Spark SQL.
     from catalog.partitioner import partition_of
 
     df = spark.createDataFrame(VERSIONS, "key string, value double, timestamp bigint")
     (
-        df.write.format("state_store").option("root", rates).option("store", "rates_kafka")
+        df.write.format("state_store").option("root", rates).option("store", f"kafka_{method}")
         .option("kind", "versioned").option("historyRetention", "7000")
         .option("segmentInterval", "1000").option("numPartitions", "3")
         .option("partitioner", "kafka").mode("append").save()
     )  # fmt: skip
-    assert Catalog(rates).load("rates_kafka").spec.partitioner == "kafka"
+    assert Catalog(rates).load(f"kafka_{method}").spec.partitioner == "kafka"
     keys = {k.encode() for k, _, _ in VERSIONS}
     # The placements differ, so a join that looked in crc32's partition would miss keys.
     assert any(partition_of(k, 3, "kafka") != partition_of(k, 3) for k in keys)
     events = spark.createDataFrame(
         [(i, key, t) for i, (key, t) in enumerate(EVENTS)], "id int, currency string, t bigint"
     ).repartition(3)
-    joined = asof_join(events, "rates_kafka", key="currency", timestamp="t", root=rates)
+    joined = asof_join(
+        events, f"kafka_{method}", key="currency", timestamp="t", root=rates, method=method
+    )
     ordered = joined.orderBy("id")
     assert ordered.columns == ["id", "currency", "t", "value", "valid_from", "valid_to"]
     got = dict(zip([r.id for r in ordered.select("id").collect()], answers(ordered)))
@@ -157,6 +165,29 @@ def test_bad_input_is_refused_with_a_code_that_names_it(spark: Any, rates: str) 
     clash = spark.createDataFrame([("a", 1_000, 1.0)], "key string, t bigint, value double")
     with pytest.raises(Exception, match=r"\[COLUMN_EXISTS\].*'value'.*prefix"):
         asof_join(clash, "rates", timestamp="t", root=rates)
+    with pytest.raises(Exception, match=r"\[ASOF_METHOD\].*'fast'.*'auto', 'history'"):
+        asof_join(events, "rates", key="currency", timestamp="t", root=rates, method="fast")
+
+
+@pytest.mark.parametrize("method", ["history", "lookups"])
+def test_events_keep_their_order_within_their_spark_partition(
+    spark: Any, rates: str, method: str
+) -> None:
+    # Events in no order of key or time, two Spark partitions: each task yields its events
+    # in the order it was given them (no orderBy here).
+    import random
+
+    shuffled = [(i, key, t) for i, (key, t) in enumerate(EVENTS * 5)]
+    random.Random(7).shuffle(shuffled)
+    events = spark.createDataFrame(shuffled, "id int, currency string, t bigint").coalesce(2)
+    given = [r.id for r in events.collect()]
+    joined = asof_join(events, "rates", key="currency", timestamp="t", root=rates, method=method)
+    rows = joined.selectExpr(
+        "id", "currency", "t", "value AS v", "unix_millis(valid_from) AS f",
+        "unix_millis(valid_to) AS u",
+    ).collect()  # fmt: skip
+    assert [r.id for r in rows] == given
+    assert [(r.v, r.f, r.u) for r in rows] == [python_get(rates, r.currency, r.t) for r in rows]
 
 
 def test_keys_spark_sql_cannot_partition_are_partitioned_by_the_tasks(
@@ -176,11 +207,12 @@ def test_keys_spark_sql_cannot_partition_are_partitioned_by_the_tasks(
         [(1, 0.5, 1_500), (2, 0.5, 2_000), (3, 2.0, 1_499), (4, 2.0, 9_000), (5, 3.0, 9_000)],
         "id int, key double, timestamp bigint",
     ).repartition(2)
-    joined = asof_join(events, "by_double", root=rates).orderBy("id")
-    assert answers(joined) == [
-        ("half", 1_000, 2_000), ("half'", 2_000, None), (None, None, None),
-        ("two", 1_500, None), (None, None, None),
-    ]  # fmt: skip
+    for method in ("history", "lookups"):
+        joined = asof_join(events, "by_double", root=rates, method=method).orderBy("id")
+        assert answers(joined) == [
+            ("half", 1_000, 2_000), ("half'", 2_000, None), (None, None, None),
+            ("two", 1_500, None), (None, None, None),
+        ]  # fmt: skip
 
 
 CLUSTER_JOB = """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -111,6 +112,11 @@ def test_get_gives_kafkas_answer_from_fewer_reads(
         # One instant per key: answered one by one (the other way get_many answers).
         for k, t in asked[:: max(1, len(asked) // 15)]:
             assert store.get_many([k, b"zz"], [t, t]) == [store.get(k, t), None]
+        # The history held in memory (the as-of join's other method) answers the same.
+        history = store.history()
+        assert history is not None
+        found = history.as_of_columns(pa.array(keys + [b"zz"]), pa.array(stamps + [0]))
+        assert found.equals(store.as_of_columns(pa.array(keys + [b"zz"]), pa.array(stamps + [0])))
 
 
 @st.composite
@@ -308,3 +314,24 @@ def test_a_version_in_its_own_segment_is_one_read_and_the_stream_time_none(
         # The latest value answers after reading the own segment's row, which ends before.
         assert store.get(b"k", 450) == VersionedRecord(b"v400", 400, None)
         assert [cf for _, cf in reads] == ["default", "default"]
+
+
+def test_a_history_read_stops_at_its_byte_budget_and_an_empty_one_answers_nothing(
+    tmp_path: Path,
+) -> None:
+    with VersionedKeyValueStore(tmp_path / "v", 100, 10) as store:
+        empty = store.history()
+        assert empty is not None and len(empty) == 0
+        nothing = empty.as_of_columns(pa.array([b"a", None]), pa.array([5, 5]))
+        assert nothing.column(0).null_count == 2 and nothing.num_rows == 2
+        store.put(b"a", b"1", 5)
+        store.put(b"a", b"2", 8)
+        assert store.history(max_bytes=4) is None  # the rows take more
+        history = store.history(max_bytes=1_000)
+        assert history is not None and len(history) == 2
+        found = history.as_of_columns(pa.array([b"a", b"a", b"a"]), pa.array([4, 6, 9]))
+        assert found.to_pylist() == [
+            {"value": None, "valid_from": None, "valid_to": None},
+            {"value": b"1", "valid_from": 5, "valid_to": 8},
+            {"value": b"2", "valid_from": 8, "valid_to": None},
+        ]
