@@ -33,13 +33,14 @@ else the batch fails with ``[NO_QUERY_ID]``; nothing is guessed.
 
 from __future__ import annotations
 
-import pickle
+import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import astuple, dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from catalog.log.records import ChangelogFile
 from datasource.options import StoreOptions
 from datasource.writer import StagedFiles, StateStoreWriter
 from stores.errors import InvalidOptionError
@@ -176,15 +177,32 @@ class UpsertInto:
             writer.commit(list(staged))  # skipped if (app_id, batch_id) is committed
 
 
+#: What a task reports of its staged files, a row per file (one with a null path if none):
+#: plain columns, not pickles, so the driver decodes nothing but our own fields.
+_REPORT_SCHEMA = pa.schema(
+    [("task", pa.string()), ("partition", pa.int32()), ("path", pa.string()),
+     ("rows", pa.int64()), ("size", pa.int64()), ("crc32", pa.int64()), ("offset", pa.int64())]
+)  # fmt: skip
+_REPORT = "task string, partition int, path string, rows long, size long, crc32 long, offset long"
+_FIELDS = tuple(ChangelogFile.__dataclass_fields__)  # partition, path, rows, size, crc32, offset
+
+
 def _stage(batch: DataFrame, writer: StateStoreWriter) -> list[StagedFiles]:
     """Stage the batch's rows in one Spark job (a task per partition, as ``df.write``)."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        staged = pickle.dumps(writer.write(batches))
-        yield pa.record_batch([pa.array([staged], pa.binary())], names=["staged"])
+        files = writer.write(batches).files
+        rows = [astuple(f) for f in files] or [(None,) * len(_FIELDS)]
+        columns = {"task": [uuid.uuid4().hex] * len(rows)}
+        columns.update({name: [r[i] for r in rows] for i, name in enumerate(_FIELDS)})
+        yield pa.RecordBatch.from_pydict(columns, schema=_REPORT_SCHEMA)
 
-    rows: list[Any] = batch.mapInArrow(task, "staged binary").collect()
-    return [pickle.loads(row["staged"]) for row in rows]
+    tasks: dict[str, list[ChangelogFile]] = {}
+    for row in batch.mapInArrow(task, _REPORT).collect():
+        files = tasks.setdefault(row["task"], [])
+        if row["path"] is not None:
+            files.append(ChangelogFile(*(row[name] for name in _FIELDS)))
+    return [StagedFiles(tuple(files)) for files in tasks.values()]
 
 
 __all__ = ["QUERY_ID_PROPERTY", "UpsertInto", "query_id", "upsert_into"]
