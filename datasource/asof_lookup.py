@@ -23,9 +23,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +35,10 @@ from catalog.caches.partitions import PartitionCache
 from catalog.catalog import Catalog, StoreTable
 from catalog.log.spec import StoreSpec
 from catalog.partitioner import partitions_of
+from stores.bytes.rocksdb import is_rocksdb_failure
 from stores.serdes import serde_for
+
+_T = TypeVar("_T")
 
 #: The columns a join adds (after its prefix).
 ADDED = ("value", "valid_from", "valid_to")
@@ -52,8 +55,7 @@ HISTORY_BYTES = int(os.environ.get("STATE_STORE_ASOF_HISTORY_MB", "256")) * (1 <
 
 @dataclass(frozen=True)
 class AsOfLookup:
-    """The per-task work of ``asof_join`` (picklable: configuration only): ``columns``.
-    """
+    """The per-task work of ``asof_join`` (picklable: configuration only): ``columns``."""
 
     root: str
     spec: StoreSpec
@@ -77,7 +79,7 @@ class AsOfLookup:
         of ``(key, timestamp)`` arrays, a struct array of ``value``, ``valid_from`` and
         ``valid_to``, as long, in order. Batches are answered a chunk of ``chunk_rows``
         events at a time (kept until their chunk is answered)."""
-        with _Partitions(self.root, self.spec, self.snapshot) as partitions:
+        with OpenPartitions(self.root, self.spec, self.snapshot) as partitions:
             pending: list[tuple[pa.Array, pa.Array]] = []
             rows = 0
             for keys, times, *_ in arrays:
@@ -90,7 +92,7 @@ class AsOfLookup:
                 yield from self._chunk(pending, partitions)
 
     def _chunk(
-        self, pending: list[tuple[pa.Array, pa.Array]], partitions: _Partitions
+        self, pending: list[tuple[pa.Array, pa.Array]], partitions: OpenPartitions
     ) -> Iterator[pa.Array]:
         keys, times = (pa.chunked_array(c).combine_chunks() for c in zip(*pending))
         answered = pa.StructArray.from_arrays(
@@ -102,7 +104,7 @@ class AsOfLookup:
             offset += len(part)
 
     def answer(
-        self, keys_column: pa.Array, times: pa.Array, partitions: _Partitions
+        self, keys_column: pa.Array, times: pa.Array, partitions: OpenPartitions
     ) -> tuple[pa.Array, pa.Array, pa.Array]:
         """The value, valid_from and valid_to of each event's key at its time, answered
         together: by store partition, each partition's events at once."""
@@ -146,9 +148,7 @@ class AsOfLookup:
         stamp_type = pa.timestamp("us", tz=self.zone)
         value_column = _concat(values, self._decode(pa.array([], pa.binary()))).take(pick)
         from_column, to_column = (
-            pc.multiply(_concat(parts, pa.array([], pa.int64())).take(pick), 1_000).cast(
-                stamp_type
-            )
+            pc.multiply(_concat(parts, pa.array([], pa.int64())).take(pick), 1_000).cast(stamp_type)
             for parts in (starts, ends)
         )
         return value_column, from_column, to_column
@@ -156,7 +156,7 @@ class AsOfLookup:
     def _decode(self, values: pa.Array) -> pa.Array:
         return serde_for(self.spec.value_type, column="value").decode(values)
 
-    def _history(self, partitions: _Partitions, partition: int, events: int) -> _Held | None:
+    def _history(self, partitions: OpenPartitions, partition: int, events: int) -> _Held | None:
         """The partition's history if the method says to answer from one (module doc)."""
         if self.method == "lookups":
             return None
@@ -204,25 +204,35 @@ def _keep(key: tuple[str, int], held: _Held) -> None:
         total -= dropped.nbytes
 
 
-class _Partitions:
-    """The store partitions one task has opened, each at the pinned commit, until it ends."""
+class OpenPartitions:
+    """The store partitions one task has opened, each at the pinned commit, until it ends
+    (``close``, or the end of a ``with``): ``asof_join``'s tasks and the SQL lookups' UDTFs
+    (``datasource.sql_lookups``) ask them."""
 
     def __init__(self, root: str, spec: StoreSpec, snapshot: int) -> None:
         self.catalog = Catalog(root)
         self.spec = spec
         self.snapshot = snapshot
         self._open: dict[int, tuple[Any, contextlib.ExitStack]] = {}
+        self._caches: dict[int, PartitionCache] = {}
 
-    def __enter__(self) -> _Partitions:
+    def __enter__(self) -> OpenPartitions:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
         for _, stack in self._open.values():
             stack.close()
         self._open.clear()
 
     def _cache(self, partition: int) -> PartitionCache:
-        return StoreTable(self.catalog, self.spec).partition_cache(partition)
+        cache = self._caches.get(partition)
+        if cache is None:  # made once: a lookup per row must not rebuild its paths
+            cache = StoreTable(self.catalog, self.spec).partition_cache(partition)
+            self._caches[partition] = cache
+        return cache
 
     def _store(self, partition: int) -> Any:
         if partition not in self._open:
@@ -236,13 +246,24 @@ class _Partitions:
         if opened is not None:
             opened[1].close()  # our shared lock first: discarding takes it exclusively
 
-    def lookup(self, partition: int, keys: pa.Array, as_ofs: pa.Array) -> pa.RecordBatch:
-        """``as_of_columns`` on a partition; a cache that RocksDB reports damaged is closed,
-        discarded, rebuilt from the log and asked again, once (``PartitionCache.repairing``)."""
-        found: pa.RecordBatch = self._cache(partition).repairing(
-            lambda: self._store(partition).as_of_columns(keys, as_ofs),
-            release=lambda: self._release(partition),
+    def ask(self, partition: int, question: Callable[[Any], _T]) -> _T:
+        """``question(store)`` on a partition's store; a cache that RocksDB reports damaged is
+        closed, discarded, rebuilt from the log and asked again, once
+        (``PartitionCache.repairing``)."""
+        opened = self._open.get(partition)
+        if opened is not None:  # the per-row path of the SQL lookups: no closures
+            try:
+                return question(opened[0])
+            except Exception as exc:
+                if not is_rocksdb_failure(exc):
+                    raise
+        return self._cache(partition).repairing(
+            lambda: question(self._store(partition)), release=lambda: self._release(partition)
         )
+
+    def lookup(self, partition: int, keys: pa.Array, as_ofs: pa.Array) -> pa.RecordBatch:
+        """``as_of_columns`` on a partition (see ``ask``)."""
+        found: pa.RecordBatch = self.ask(partition, lambda s: s.as_of_columns(keys, as_ofs))
         return found
 
     def kept(self, partition: int) -> _Held | None:
@@ -260,10 +281,7 @@ class _Partitions:
         key = (self._cache(partition).path, self.snapshot)
         held = _KEPT.get(key)
         if held is None or (not held and max_bytes is None):
-            history = self._cache(partition).repairing(
-                lambda: self._store(partition).history(max_bytes=max_bytes),
-                release=lambda: self._release(partition),
-            )
+            history = self.ask(partition, lambda s: s.history(max_bytes=max_bytes))
             if history is None:
                 held = _TOO_LARGE
             else:
@@ -301,4 +319,7 @@ def _millis(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return millis, wanted
 
 
-__all__ = ["HISTORY_BYTES", "HISTORY_ROWS_PER_EVENT", "METHODS", "AsOfLookup", "reads_history"]
+__all__ = [
+    "HISTORY_BYTES", "HISTORY_ROWS_PER_EVENT", "METHODS", "AsOfLookup", "OpenPartitions",
+    "reads_history",
+]  # fmt: skip

@@ -59,13 +59,12 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult
 
-from catalog.caches.partitions import PartitionCache
 from catalog.catalog import Catalog, StoreTable
 from catalog.kinds import HEADERS
 from catalog.log.spec import StoreSpec
 from catalog.partitioner import partition_of, partitions_of
+from datasource.asof_lookup import OpenPartitions
 from datasource.errors import surfaced
-from stores.bytes.rocksdb import is_rocksdb_failure
 from stores.errors import InvalidOptionError
 from stores.query import query as store_query
 from stores.records import ValueAndHeaders, ValueAndTimestamp, ValueTimestampHeaders, Windowed
@@ -218,63 +217,6 @@ def _instant(ms: int | None) -> dt.datetime | None:
     return _EPOCH + dt.timedelta(milliseconds=ms)
 
 
-# -- the stores a task opened ---------------------------------------------------------------
-
-
-class _Opened:
-    """The store partitions one task has opened, each at the pinned commit, until cleanup."""
-
-    def __init__(self, pinned: Pinned) -> None:
-        assert pinned.spec is not None
-        self.spec = pinned.spec
-        self.snapshot = pinned.snapshot
-        self.catalog = Catalog(pinned.root)
-        self._open: dict[int, tuple[Any, contextlib.ExitStack]] = {}
-        self._caches: dict[int, PartitionCache] = {}
-
-    def close(self) -> None:
-        for _, stack in self._open.values():
-            stack.close()
-        self._open.clear()
-
-    def _cache(self, partition: int) -> PartitionCache:
-        cache = self._caches.get(partition)
-        if cache is None:  # made once: a lookup per row must not rebuild its paths
-            cache = self._caches[partition] = StoreTable(self.catalog, self.spec).partition_cache(
-                partition
-            )
-        return cache
-
-    def store(self, partition: int) -> Any:
-        """The partition's store at the pinned commit (opened on first use)."""
-        opened = self._open.get(partition)
-        if opened is None:
-            stack = contextlib.ExitStack()
-            store, _ = stack.enter_context(self._cache(partition).open_at(self.snapshot))
-            opened = self._open[partition] = (store, stack)
-        return opened[0]
-
-    def ask(self, partition: int, question: Any) -> Any:
-        """``question(store)`` on a partition; a cache that RocksDB reports damaged is closed,
-        rebuilt from the log and asked again, once (``PartitionCache.repairing``)."""
-        opened = self._open.get(partition)
-        if opened is not None:  # the per-row path: no closures
-            try:
-                return question(opened[0])
-            except Exception as exc:
-                if not is_rocksdb_failure(exc):
-                    raise
-
-        def release() -> None:
-            opened = self._open.pop(partition, None)
-            if opened is not None:
-                opened[1].close()
-
-        return self._cache(partition).repairing(
-            lambda: question(self.store(partition)), release=release
-        )
-
-
 # -- state_store_get --------------------------------------------------------------------------
 
 
@@ -297,7 +239,7 @@ class _Get:
         self.versioned = kind.supports_as_of
         self.entries = kind.entries_per_key
         self.nulls = (None,) * len(self.columns)
-        self._opened: _Opened | None = None
+        self._opened: OpenPartitions | None = None
 
     @staticmethod
     @surfaced
@@ -354,7 +296,7 @@ class _Get:
             else partition_of(key_bytes, spec.num_partitions, spec.partitioner)
         )  # fmt: skip
         if self._opened is None:
-            self._opened = _Opened(self.pinned)
+            self._opened = OpenPartitions(self.pinned.root, self.spec, self.pinned.snapshot)
         if self.entries:
             yield from self._entries(partition, key_bytes)
             return
@@ -439,7 +381,7 @@ class _AsofJoin:
         self.value_serde = serde_for(self.spec.value_type, column="value")
         self.key_type = to_arrow(self.spec.key_type)
         self._rows: list[tuple[Any, ...]] = []
-        self._opened: _Opened | None = None
+        self._opened: OpenPartitions | None = None
 
     @staticmethod
     @surfaced
@@ -567,17 +509,13 @@ class _AsofJoin:
         order = np.argsort(owners, kind="stable")
         bounds = np.searchsorted(owners[order], np.arange(spec.num_partitions + 1)).tolist()
         if self._opened is None:
-            self._opened = _Opened(pinned)
+            self._opened = OpenPartitions(pinned.root, spec, pinned.snapshot)
         answers = []
         for partition in range(spec.num_partitions):
             chosen = pa.array(order[bounds[partition] : bounds[partition + 1]])
             if len(chosen):
                 some_keys, some_at = asked_keys.take(chosen), asked_at.take(chosen)
-                answers.append(
-                    self._opened.ask(
-                        partition, lambda s, k=some_keys, a=some_at: s.as_of_columns(k, a)
-                    )
-                )
+                answers.append(self._opened.lookup(partition, some_keys, some_at))
         # Answer k belongs to row picked[order[k]]; the other rows get nulls.
         where = np.full(len(rows), -1, dtype=np.int64)
         where[picked[order]] = np.arange(len(picked))
