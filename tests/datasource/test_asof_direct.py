@@ -21,6 +21,8 @@ from datasource.asof_lookup import AsOfLookup, reads_history
 from datasource.options import StoreOptions
 from datasource.writer import StateStoreWriter
 from stores.query import VersionedKeyQuery
+from tests.asof_cases import EVENTS as CASE_EVENTS
+from tests.asof_cases import VERSIONS
 
 SCHEMA = StructType(
     [
@@ -29,25 +31,7 @@ SCHEMA = StructType(
         StructField("timestamp", LongType()),
     ]
 )
-# history retention 7 s: at stream time 9 s (key c's last write) versions that ended before
-# 2 s answer no more, as in Kafka.
-VERSIONS = [
-    ("a", 1.0, 1_000), ("a", 2.0, 2_000), ("a", 3.0, 3_000),
-    ("b", 10.0, 1_500),
-    ("d", 5.0, 1_200), ("d", None, 2_500),  # deleted at 2.5 s
-    ("c", 7.0, 100), ("c", 8.0, 9_000),
-]  # fmt: skip
-EVENTS = [
-    ("a", 500),  # before a's first version
-    ("a", 1_500),  # valid then, but older than the retention: only the latest may answer
-    ("a", 2_000), ("a", 2_500), ("a", 2_999),  # at a version's start, between, at its end
-    ("a", 3_000), ("a", 50_000),  # the latest version, from its start on
-    ("b", 1_499), ("b", 1_500), ("b", 8_000),
-    ("d", 2_200), ("d", 2_500), ("d", 2_600),  # before and after the delete
-    ("c", 500), ("c", 8_999), ("c", 9_000),
-    ("e", 2_000),  # a key the store never had
-    (None, 2_000), ("a", None), ("b", -5),  # nulls and times before 1970 join nothing
-]  # fmt: skip
+EVENTS = [*CASE_EVENTS, ("b", -5)]  # a time before 1970 joins nothing too
 
 
 @pytest.fixture(autouse=True)

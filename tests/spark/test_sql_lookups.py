@@ -16,23 +16,10 @@ from catalog.operations.query import StateQueryRequest
 from datasource.sql_lookups import register_sql
 from stores.protocols import VersionedRecord
 from stores.records import ValueAndTimestamp, ValueTimestampHeaders, Windowed
+from tests.asof_cases import EVENTS, VERSIONS
 
 pytestmark = pytest.mark.spark
 
-# history retention 7 s: at stream time 9 s (key c's last write) versions that ended before
-# 2 s answer no more, as in Kafka (the same history as tests/spark/test_asof_join.py).
-VERSIONS = [
-    ("a", 1.0, 1_000), ("a", 2.0, 2_000), ("a", 3.0, 3_000),
-    ("b", 10.0, 1_500),
-    ("d", 5.0, 1_200), ("d", None, 2_500),  # deleted at 2.5 s
-    ("c", 7.0, 100), ("c", 8.0, 9_000),
-]  # fmt: skip
-EVENTS = [
-    ("a", 500), ("a", 1_500), ("a", 2_000), ("a", 2_500), ("a", 2_999), ("a", 3_000),
-    ("a", 50_000), ("b", 1_499), ("b", 1_500), ("b", 8_000), ("d", 2_200), ("d", 2_500),
-    ("d", 2_600), ("c", 500), ("c", 8_999), ("c", 9_000), ("e", 2_000),
-    (None, 2_000), ("a", None),
-]  # fmt: skip
 KEYS = ["a", "b", "c", "d", "e", None]
 WINDOW_MS = 60_000
 
