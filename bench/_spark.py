@@ -52,8 +52,10 @@ def full_read(df: DataFrame) -> None:
 
 
 def register_floor(spark: SparkSession) -> None:
-    """``floor_arrow``: a Python data source that writes nothing and reads ``rows`` rows of
-    ``schema`` from batches built once per task (the cost of Spark's Python source path)."""
+    """``floor_arrow``: a Python data source that writes nothing and reads ``rows`` rows in
+    ``parts`` partitions from batches of 65,536 rows built once per task (the cost of Spark's
+    Python source path). Option ``schema`` (DDL; default ``key string, value string``) gives a
+    store's read schema: ``key`` 16 characters, ``value`` 100, every other column a TIMESTAMP."""
     import pyarrow as pa
     from pyspark.sql.datasource import (
         DataSource,
@@ -79,12 +81,17 @@ def register_floor(spark: SparkSession) -> None:
         def read(self, partition):  # type: ignore[no-untyped-def]
             n = self.rows // self.parts
             batch = 1 << 16
-            keys = pa.array([f"{i:016x}" for i in range(batch)])
-            values = pa.array(["v" * 100] * batch)
+            ms = pa.array(range(1_714_564_800_000, 1_714_564_800_000 + batch), pa.int64())
+            made = {
+                "key": pa.array([f"{i:016x}" for i in range(batch)]),
+                "value": pa.array(["v" * 100] * batch),
+            }
+            stamps = ms.cast(pa.timestamp("ms")).cast(pa.timestamp("us", tz="UTC"))
+            columns = [made[f.name] if f.name in made else stamps for f in self.schema.fields]
+            names = [f.name for f in self.schema.fields]
             for start in range(0, n, batch):
                 size = min(batch, n - start)
-                yield pa.record_batch([keys.slice(0, size), values.slice(0, size)],
-                                      names=["key", "value"])  # fmt: skip
+                yield pa.record_batch([c.slice(0, size) for c in columns], names=names)
 
     class Floor(DataSource):
         @classmethod
@@ -92,7 +99,7 @@ def register_floor(spark: SparkSession) -> None:
             return "floor_arrow"
 
         def schema(self):  # type: ignore[no-untyped-def]
-            return "key string, value string"
+            return self.options.get("schema", "key string, value string")
 
         def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
             return FloorWriter()

@@ -1,6 +1,6 @@
 """Every benchmark of the project in one run, each against its peer measured in the same run.
 
-    python bench/all.py            # the README's sizes (about 20 minutes on 2 cores)
+    python bench/all.py            # the README's sizes (about 30 minutes on 2 cores)
     python bench/all.py --quick    # a fifth of the rows, to check that everything runs
 
 Each script below prints its own figures and ratios (see its docstring for what it measures
@@ -29,14 +29,11 @@ def runs(quick: bool) -> list[tuple[str, list[str]]]:
     keys = 40_000 if quick else 200_000
     small = 40_000 if quick else 200_000
     out: list[tuple[str, list[str]]] = []
-    for kind in ("keyvalue", "timestamped", "versioned", "window", "session"):
-        out.append((f"write and read through Spark, {kind}",
-                    ["write_read.py", "--rows", str(rows), "--kind", kind]))  # fmt: skip
+    sizes = ["200k", "800k"] if quick else ["1m", "4m"]
+    out.append(("write and read through Spark as stores grow, every kind, both key orders",
+                ["scale.py", "--sizes", *sizes]))  # fmt: skip
     out.append(("write and read through Spark, timestamped with headers",
                 ["write_read.py", "--rows", str(rows), "--kind", "timestamped", "--headers"]))  # fmt: skip
-    for kind in ("keyvalue", "versioned"):
-        out.append((f"write and read through Spark, {kind} with random keys",
-                    ["write_read.py", "--rows", str(rows), "--kind", kind, "--random-keys"]))  # fmt: skip
     out.append(("versioned history (versions=all) through Spark",
                 ["history.py", "--keys", str(keys), "--versions", "5"]))  # fmt: skip
     out.append(("whole store as of T through Spark vs delta-rs",

@@ -45,7 +45,7 @@ import zlib
 import numpy as np
 import pyarrow as pa
 
-from stores.columns.encode import binary_data, binary_offsets
+from stores.columns.encode import binary_data, binary_offsets, whole
 
 #: Rows up to this many bytes are computed in numpy; longer ones by zlib, one call each.
 MAX_WIDTH = 64
@@ -120,8 +120,7 @@ def crc32_array(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     Raises:
         TypeError: ``values`` is not binary or string.
     """
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
+    values = whole(values)
     offsets, data = _buffers(values)
     rows = len(values)
     if values.null_count:
@@ -190,8 +189,7 @@ def murmur2_array(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     Raises:
         TypeError: ``values`` is not binary or string.
     """
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
+    values = whole(values)
     offsets, data = _buffers(values)
     lengths = np.diff(offsets)
     if values.null_count:

@@ -27,6 +27,7 @@ from catalog.log.records import ChangelogFile
 from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from catalog.partitioner import partitions_of
+from stores.columns.encode import whole_table
 from stores.errors import InvalidOptionError, SerdeError
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.serdes import Serde, serde_for
@@ -148,7 +149,7 @@ class Stager:
         """Write the rows added since the last flush as one changelog file (none for no rows)
         and describe its pieces for the commit record."""
         pieces = [
-            (partition, pa.concat_tables(tables).combine_chunks())
+            (partition, whole_table(pa.concat_tables(tables)))
             for partition, tables in enumerate(self._pieces)
             if tables
         ]

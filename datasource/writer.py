@@ -28,7 +28,7 @@ from datasource.errors import surface_errors
 from datasource.intervals import IntervalColumns, check_across_tasks, interval_records
 from datasource.options import StoreOptions
 from datasource.reader import check_creation_options
-from stores.columns.encode import binary_from
+from stores.columns.encode import binary_from, whole
 from stores.columns.headers import headers_from_arrow
 from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
 from stores.types import all_nullable, describe, same_type
@@ -320,7 +320,7 @@ class StateStoreWriter(DataSourceArrowWriter):
                         buffered, size = [], 0
                     continue
                 # Each batch is staged as it arrives, while Spark is still sending the next.
-                self._add(stager, pa.Table.from_batches([batch]))
+                self._add(stager, batch)
                 if stager.nbytes >= FLUSH_BYTES:
                     staged += stager.flush()
             if buffered and intervals is not None:
@@ -336,9 +336,9 @@ class StateStoreWriter(DataSourceArrowWriter):
             raise
         return StagedFiles(tuple(staged))
 
-    def _millis(self, data: pa.Table, name: str) -> pa.Array:
+    def _millis(self, data: pa.RecordBatch | pa.Table, name: str) -> pa.Array:
         """A time column as int64 epoch ms (nulls kept)."""
-        column = data.column(name).combine_chunks()
+        column = whole(data.column(name))
         if self.long_times[name]:
             return column.cast(pa.int64())
         micros = column.cast(pa.int64())
@@ -347,7 +347,7 @@ class StateStoreWriter(DataSourceArrowWriter):
         mask = micros.is_null().to_numpy(zero_copy_only=False) if micros.null_count else None
         return pa.array(floored, pa.int64(), mask=mask)
 
-    def _add(self, stager: Stager, data: pa.Table) -> None:
+    def _add(self, stager: Stager, data: pa.RecordBatch) -> None:
         """Stage a batch of the DataFrame's rows (see ``Stager.add``)."""
         layout = stager.layout
         columns: dict[str, pa.Array] = {}
@@ -360,14 +360,12 @@ class StateStoreWriter(DataSourceArrowWriter):
             )
         if layout.headers:
             if HEADERS in data.column_names:
-                columns[HEADERS] = headers_from_arrow(data.column(HEADERS).combine_chunks())
+                columns[HEADERS] = headers_from_arrow(data.column(HEADERS))
             else:
                 columns[HEADERS] = binary_from(  # no headers: empty headersBytes
                     np.zeros(0, np.uint8), np.zeros(data.num_rows + 1, np.int64)
                 )
-        stager.add(
-            data.column("key").combine_chunks(), data.column("value").combine_chunks(), columns
-        )
+        stager.add(data.column("key"), data.column("value"), columns)
 
     def _add_intervals(
         self,
@@ -384,8 +382,8 @@ class StateStoreWriter(DataSourceArrowWriter):
         else:
             ends = pa.nulls(len(starts), pa.int64())
         keys, values, stamps = interval_records(
-            names, table.spec.key_type, data.column("key").combine_chunks(),
-            data.column("value").combine_chunks(), starts, ends,
+            names, table.spec.key_type, whole(data.column("key")), whole(data.column("value")),
+            starts, ends,
         )  # fmt: skip
         stager.add(keys, values, {names.time: stamps})
 

@@ -9,11 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
 # Hypothesis keeps its example database and caches in ``./.hypothesis``, a path it fixes on
 # first use, which may come before any fixture runs: give it a folder outside the checkout.
 set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), f"state_store_hypothesis_{os.getuid()}"))
+# No deadline per example: tests assert behaviour, never time (performance lives in bench/),
+# and an example's first call (imports, Arrow's kernels) ran past 200 ms on a busy machine.
+settings.register_profile("state_store", deadline=None)
+settings.load_profile("state_store")
 
 REPO = Path(__file__).resolve().parent.parent
 FAULTS_ENV = "STATE_STORE_FAULTS"  # catalog.faults.ENV, without importing the project here

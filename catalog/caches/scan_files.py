@@ -22,10 +22,12 @@ import xxhash
 
 from catalog.log import durable
 
-#: Kept scan files are LZ4-compressed: the first read writes fewer bytes (a seventh, for the
-#: benchmark's text), and later ones checksum fewer; measured in bench/write_read.py, both
-#: reads are faster than with plain files (LZ4 decompresses faster than the page cache copies).
-SCAN_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+#: Kept scan files are not compressed: a first read writes them (page cache, no fsync) at
+#: memory speed, and a later read serves their mapped buffers as they are. Measured with
+#: ``bench/profile_tasks.py`` (2M rows, one task): LZ4 cost a first read 0.1-0.2 s of CPU to
+#: compress and a later read twice the CPU to decompress (27 against 15 ns a row), on 2 cores
+#: that Spark's own conversions already keep busy.
+SCAN_OPTIONS = pa.ipc.IpcWriteOptions()
 #: A kept scan file's checksum sidecar: XXH3-64 of the file, in hex. The file is a local
 #: cache verified on every read, so the checksum runs at memory speed (xxHash's XXH3, ~8x
 #: zlib's CRC-32 here); files kept by older versions (``.crc32``) are rebuilt.

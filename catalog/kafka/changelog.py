@@ -41,7 +41,8 @@ from catalog.kinds import BATCH_ROWS, STORE_MUST_ANSWER, Scan
 from catalog.log.records import OffsetsUpdate, offsets_key, parse_offsets_key
 from catalog.log.spec import StoreSpec
 from catalog.table import Table
-from stores.columns.changelog import group_bounds, no_headers, one_array
+from stores.columns.changelog import group_bounds, no_headers
+from stores.columns.encode import whole
 from stores.columns.headers import HEADERS_TYPE, headers_from_arrow, headers_to_arrow
 from stores.errors import CorruptDataError, InvalidOptionError
 from stores.key_value import changelog as key_value
@@ -180,7 +181,7 @@ def records_from_raw(
             columns.column("key"),
             columns.column("value"),
             stamps,
-            _record_headers(one_array(columns.column("headers"))),
+            _record_headers(whole(columns.column("headers"))),
         ],
         schema=RECORD_SCHEMA,
     )
@@ -217,7 +218,7 @@ def _raw_of_typed(typed: pa.Table, spec: StoreSpec, schema: pa.Schema) -> pa.Tab
     """A typed read's rows back as raw columns (serialized, epoch ms, headersBytes)."""
     columns = []
     for f in schema:
-        column = one_array(typed.column(f.name))
+        column = whole(typed.column(f.name))
         if f.name in ("key", "value"):
             type_json = spec.key_type if f.name == "key" else spec.value_type
             columns.append(serde_for(type_json, column=f.name).encode(column))
@@ -325,7 +326,7 @@ def _where(records: _Records, row: int) -> str:
 
 def _column(data: pa.Table, name: str, accepts: Callable[[pa.DataType], bool], what: str) -> Any:
     chunked = data.column(name)
-    column = one_array(chunked)
+    column = whole(chunked)
     if not accepts(column.type):
         raise InvalidOptionError(
             f"changelog column {name!r} is {column.type}; accepted: {what}",
@@ -383,7 +384,7 @@ def _checked(records: pa.Table) -> _Records:
                "partition": partition, "timestamp": stamp}  # fmt: skip
     if "headers" in records.column_names:
         try:
-            columns["headers"] = one_array(records.column("headers")).cast(HEADERS_TYPE)
+            columns["headers"] = whole(records.column("headers")).cast(HEADERS_TYPE)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise InvalidOptionError(
                 f"changelog column 'headers' is {records.schema.field('headers').type}; "
@@ -516,12 +517,12 @@ def import_changelog(
     columns = pa.table({"key": data.column("key"), "value": data.column("value"),
                         "timestamp": data.column("timestamp"), "headers": headers})  # fmt: skip
     rows, source, dropped = kind.store_columns(columns.combine_chunks(), groups, spec.params)
-    others = {c: one_array(rows.column(c)) for c in rows.column_names
+    others = {c: whole(rows.column(c)) for c in rows.column_names
               if c not in ("key", "value")}  # fmt: skip
     write_id = uuid.uuid4().hex
     stager = table.stager(write_id)
     stager.add_serialized(
-        one_array(rows.column("key")), one_array(rows.column("value")), others,
+        whole(rows.column("key")), whole(rows.column("value")), others,
         where=lambda row: f"the record at {_where(checked, record_of(int(source[row])))}",
     )  # fmt: skip
     files = stager.flush()

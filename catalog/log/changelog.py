@@ -19,10 +19,13 @@ back. The record lists each piece with its partition, offset, size and CRC-32, s
 partition reads (a ranged read) and verifies only its own bytes. Files of earlier releases
 (``changelog/<partition>/<name>.arrow``, one partition each) are read whole, as before.
 
-Buffers are compressed with zstd (Arrow IPC's own buffer compression, ``IPC_OPTIONS``; the
-files of compaction's snapshots too): the bytes written, fsynced, checksummed and read back are
-what bounds a write on local disks and object stores alike. Readers take compressed and
-uncompressed files (those of earlier releases) alike.
+Buffers are compressed with zstd at its fast level -3 (Arrow IPC's own buffer compression,
+``IPC_OPTIONS``; the files of compaction's snapshots too): a fraction of the bytes to write,
+fsync, checksum and read back, on local disks and object stores alike, for less CPU than level
+1 (measured with ``bench/profile_tasks.py``: a third less to compress, two fifths less to
+decompress, at most twice level 1's size on the benchmark's text and the same size on random
+bytes). A write task and a first read are bound by CPU, which Spark's own conversions share.
+Readers take files of any codec or none (those of earlier releases) alike.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from catalog.log.storage import Storage
 from stores.errors import CorruptDataError
 
 #: How changelog and snapshot files are written (see the module doc).
-IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", compression_level=-3))
 #: Rows per record batch of a changelog or snapshot file (at most). A read takes a partition's
 #: rows as one table, and Arrow copies a table of several batches whole to make its columns
 #: contiguous; a file of one batch is read as it is. Loading a snapshot into RocksDB holds one

@@ -24,21 +24,12 @@ from stores.columns.encode import (
     binary_from,
     binary_offsets,
     concat_rows,
+    whole,
 )
 from stores.columns.key_sort import key_runs, run_lasts
 
 #: The columns of changelog records (see the module doc).
 CHANGELOG_COLUMNS = ("key", "value", "timestamp", "headers")
-
-
-def one_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """A column as one array, without a copy where it is one already (``combine_chunks``
-    copies even a single chunk)."""
-    if not isinstance(column, pa.ChunkedArray):
-        return column
-    if column.num_chunks == 1:
-        return column.chunk(0)
-    return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
 
 
 def no_headers(n: int) -> pa.Array:
@@ -115,7 +106,7 @@ def split_keys(
     the keys (binary) and the fields (int64 each). Every key must be at least
     ``sum(widths)`` bytes long (the caller checks, naming the records).
     """
-    keys = one_array(keys)
+    keys = whole(keys)
     n, total = len(keys), sum(widths)
     offsets = binary_offsets(keys)
     size = int(offsets[1] - offsets[0]) if n else 0
@@ -152,7 +143,7 @@ def suffixed_keys(
     """Changelog keys ``key ‖ BE field ‖ ...`` (``split_keys`` undone; fields of 8 or 4
     bytes) of the rows ``order`` picks (default: every row, in order), as binary. Keys of one
     length are laid out in one numpy pass; others are joined by Arrow."""
-    keys = one_array(keys)
+    keys = whole(keys)
     n = len(keys)
     width = sum(w for _, w in fields)
     offsets = binary_offsets(keys)
@@ -183,7 +174,7 @@ __all__ = [
     "latest_times",
     "live_segments",
     "no_headers",
-    "one_array",
+    "whole",
     "split_keys",
     "stream_times",
     "suffixed_keys",

@@ -31,9 +31,7 @@ class ByteColumn:
     fixed-width integers at given positions, varints, and byte ranges cut out as a new array."""
 
     def __init__(self, array: pa.Array | pa.ChunkedArray) -> None:
-        if isinstance(array, pa.ChunkedArray):
-            array = array.combine_chunks()
-        array = array.cast(_BYTES)
+        array = whole(array).cast(_BYTES)
         _, offsets, data = array.buffers()
         bounds = np.frombuffer(offsets, dtype=np.int64)[
             array.offset : array.offset + len(array) + 1

@@ -27,8 +27,20 @@ def binary_data(array: pa.Array) -> np.ndarray:
 
 
 def whole(column: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """A column as one array (a chunked one's chunks combined)."""
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    """A column as one array, without a copy where it is one already (``combine_chunks``
+    copies even a single chunk: on a hot path, a copy of every byte)."""
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    if column.num_chunks == 1:
+        return column.chunk(0)
+    return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
+
+
+def whole_table(table: pa.Table) -> pa.Table:
+    """``table`` with each column one chunk, copied only where a column has several."""
+    if all(c.num_chunks <= 1 for c in table.columns) and table.num_rows:
+        return table
+    return table.combine_chunks()
 
 
 def as_binary(array: pa.Array) -> pa.Array:

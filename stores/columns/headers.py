@@ -25,6 +25,7 @@ from stores.columns.encode import (
     binary_offsets,
     concat_rows,
     varint_column,
+    whole,
 )
 from stores.errors import CorruptDataError, InvalidOptionError
 
@@ -43,8 +44,7 @@ def headers_from_arrow(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     Raises:
         InvalidOptionError: a header (or its key) is null.
     """
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
+    column = whole(column)
     flat = column.flatten()
     key_column = flat.field("key")
     if flat.null_count or key_column.null_count:
@@ -82,8 +82,7 @@ def headers_to_arrow(raw: pa.Array | pa.ChunkedArray) -> pa.Array:
         CorruptDataError: bytes that do not follow the layout (a negative count or size, a
             key or value past the row's end, trailing bytes, a key that is not UTF-8).
     """
-    if isinstance(raw, pa.ChunkedArray):
-        raw = raw.combine_chunks() if raw.num_chunks else pa.array([], pa.binary())
+    raw = whole(raw)
     column = ByteColumn(raw)
     n = len(raw)
     row_ends = column.starts + column.lengths

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stores.columns.encode import big_endian_column, binary_data, binary_offsets, concat_rows
+from stores.columns.encode import big_endian_column, binary_data, binary_offsets, concat_rows, whole
 
 #: Keys up to this many bytes are sorted by numpy; longer ones by Arrow.
 MAX_WORDS_BYTES = 32
@@ -96,8 +96,7 @@ def _sort(
     suffix: Sequence[Suffix],
     runs: bool,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], keys.type)
+    keys = whole(keys)
     if pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type):
         keys = keys.cast(pa.large_binary() if pa.types.is_large_string(keys.type) else pa.binary())
     n = len(keys)
@@ -156,10 +155,18 @@ def stable_order(columns: list[np.ndarray], n: int) -> np.ndarray:
     distinct (keys that differ in their first bytes) that is the order. Rows that tie on it
     are then ordered by every column: a few by lexsort over them alone, many (a key's
     versions, windows, updates) by Arrow's multi-key sort, which sorts by the first column and
-    breaks ties with the next ones, stably.
+    breaks ties with the next ones, stably. A first column of few values (a segment id) ties
+    nearly every row, so it is sorted last instead, by a stable counting pass.
     """
     if not columns or n < 2:
         return np.arange(n, dtype=np.int64)
+    if len(columns) > 1 and _narrow(columns[0]):
+        # A leading column of few values (a segment id, a flag) would tie nearly every row:
+        # order by the rest, then by it with a stable counting pass (numpy's radix sort of
+        # 16-bit integers), as lexsort would.
+        order = stable_order(columns[1:], n)
+        lead = columns[0][order]
+        return order[np.argsort((lead - lead.min()).astype(np.uint16), kind="stable")]
     primary = columns[0]
     order = np.argsort(primary).astype(np.int64)
     ranked = primary[order]
@@ -179,6 +186,13 @@ def stable_order(columns: list[np.ndarray], n: int) -> np.ndarray:
     rows = np.sort(order[at])
     order[at] = rows[np.lexsort([c[rows] for c in reversed(columns)])]
     return order
+
+
+def _narrow(column: np.ndarray) -> bool:
+    """Whether ``column`` holds integers spanning fewer than 2**16 values."""
+    if column.dtype.kind not in "iu":
+        return False
+    return int(column.max()) - int(column.min()) < 1 << 16
 
 
 def _varies(column: np.ndarray) -> bool:

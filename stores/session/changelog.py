@@ -45,10 +45,10 @@ import pyarrow as pa
 from stores.columns.changelog import (
     live_segments,
     no_headers,
-    one_array,
     split_keys,
     suffixed_keys,
 )
+from stores.columns.encode import whole
 from stores.records import ChangeLogContext, ChangelogRecord, ValueAndHeaders
 from stores.session.arguments import _bind, _count, _session, _windowed
 from stores.session.format import (
@@ -145,7 +145,7 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     if not (ends[1:] >= ends[:-1]).all():
         order = np.argsort(ends, kind="stable")
         rest = rest.take(pa.array(order))
-    keys = one_array(raw.column("key")) if n else pa.array([], pa.binary())
+    keys = whole(raw.column("key")) if n else pa.array([], pa.binary())
     binary = suffixed_keys(keys, [(ends, TIMESTAMP_SIZE), (starts, TIMESTAMP_SIZE)], order)
     return rest.add_column(0, "key", binary)
 

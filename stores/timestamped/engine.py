@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from stores.bytes.protocol import BytesStore
 from stores.columns.decode import ByteColumn, stored_values, value_columns
+from stores.columns.encode import whole
 from stores.engine import (
     BATCH_ROWS,
     HEADERS,
@@ -93,7 +94,7 @@ class TimestampedEngine(StoreEngine):
         latest = self._latest(runs, commits, params) if scan.is_full else None
         if latest is None:
             return STORE_MUST_ANSWER
-        stamps = latest.column("timestamp").combine_chunks()
+        stamps = whole(latest.column("timestamp"))
         index = latest.schema.get_field_index("timestamp")
         return latest.set_column(index, "timestamp", known(stamps))
 

@@ -40,7 +40,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stores.columns.changelog import no_headers, one_array, stream_times
+from stores.columns.changelog import no_headers, stream_times
+from stores.columns.encode import whole
 from stores.columns.key_sort import key_runs, run_lasts
 from stores.protocols import VersionedRecord
 from stores.records import ChangeLogContext, ChangelogRecord
@@ -92,7 +93,7 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     ``valid_from`` and tombstones where a version ends without a successor, ascending in
     time (``timestamp_ms`` is unused)."""
     n = raw.num_rows
-    keys = one_array(raw.column("key")) if n else pa.array([], pa.binary())
+    keys = whole(raw.column("key")) if n else pa.array([], pa.binary())
     starts = raw.column("valid_from").to_numpy(zero_copy_only=False).astype(np.int64)
     ends_column = raw.column("valid_to")
     open_ended = ends_column.is_null().to_numpy(zero_copy_only=False)
@@ -112,7 +113,7 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     times = np.concatenate([starts, ends[ended]])
     in_time = np.argsort(times, kind="stable")
     picked = rows[in_time]
-    values = one_array(raw.column("value")) if n else pa.array([], pa.binary())
+    values = whole(raw.column("value")) if n else pa.array([], pa.binary())
     return pa.table(
         {
             "key": keys.take(pa.array(picked)),

@@ -46,6 +46,8 @@ from stores.columns.encode import (
     binary_from,
     binary_offsets,
     concat_rows,
+    whole,
+    whole_table,
 )
 from stores.columns.key_sort import key_runs, stable_order
 from stores.errors import CorruptDataError
@@ -159,7 +161,7 @@ def _ideal(commits: list[pa.Table], retention: int, base: Base | None) -> _Ideal
     """``_Ideal`` of ``commits`` after ``base``; None where Kafka departs from it."""
     prior, start_time, implied = base or Base(_WIDE.empty_table(), NO_TIMESTAMP, 0)
     tables = [prior.cast(_WIDE), *(t.select(_WIDE.names).cast(_WIDE) for t in commits)]
-    rows = pa.concat_tables(tables).combine_chunks()  # as given; apply order is an index
+    rows = whole_table(pa.concat_tables(tables))  # as given; apply order is an index
     n = rows.num_rows
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -225,8 +227,8 @@ def versioned_rows(
     # Tombstones of the history (a snapshot's implied ones only where no version starts).
     if not is_put.all() and (base is not None or not ideal.in_order):
         return None
-    values = ideal.rows.column("value").combine_chunks()
-    keys = ideal.rows.column("key").combine_chunks()
+    values = whole(ideal.rows.column("value"))
+    keys = whole(ideal.rows.column("key"))
     # Latest values: each key's last record (it has no end), if a put.
     newest = ~ideal.has_end & is_put
     latest_keys = concat_rows(LATEST_PREFIX, keys.take(pa.array(ideal.rows_of[newest])))

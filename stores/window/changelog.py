@@ -70,11 +70,11 @@ from stores.columns.changelog import (
     last_rows,
     live_segments,
     no_headers,
-    one_array,
     split_keys,
     suffixed_keys,
     unexpired,
 )
+from stores.columns.encode import whole
 from stores.columns.key_sort import key_runs
 from stores.records import (
     ChangeLogContext,
@@ -190,7 +190,7 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     ``headers``]) as changelog columns (``stores.columns.changelog``), ascending by window
     start (see the module doc; ``timestamp_ms`` is unused)."""
     n = raw.num_rows
-    keys = one_array(raw.column("key")) if n else pa.array([], pa.binary())
+    keys = whole(raw.column("key")) if n else pa.array([], pa.binary())
     starts = raw.column("window_start").to_numpy(zero_copy_only=False).astype(np.int64)
     seqs = np.zeros(n, dtype=np.int64)
     if params.get("retain_duplicates") and n:

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.columns.decode import ByteColumn, segment_ids, value_columns
+from stores.columns.encode import whole
 from stores.columns.key_sort import key_runs, run_lasts
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.segments.columns import (
@@ -93,13 +94,13 @@ def window_read(
     high = MAX_LONG if time_to is None else time_to
     final = winners[state.written[winners] & (starts[winners] >= low) & (starts[winners] <= high)]
     picked = rows.take(pa.array(final))
-    window_starts = picked.column("window_start").combine_chunks()
+    window_starts = whole(picked.column("window_start"))
     # As Kafka's window end, capped at Long.MAX_VALUE.
     ends = _capped_ends(window_starts, params["window_size_ms"])
     columns = [picked.column("key"), picked.column("value"), window_starts, ends]
     names = ["key", "value", "window_start", "window_end"]
     if params.get("timestamped"):
-        columns.append(_known(picked.column("timestamp").combine_chunks()))
+        columns.append(_known(whole(picked.column("timestamp"))))
         names.append("timestamp")
     if params.get("headers"):
         columns.append(picked.column("headers"))
