@@ -87,7 +87,7 @@ def register_floor(spark: SparkSession) -> None:
                 "value": pa.array(["v" * 100] * batch),
             }
             stamps = ms.cast(pa.timestamp("ms")).cast(pa.timestamp("us", tz="UTC"))
-            columns = [made[f.name] if f.name in made else stamps for f in self.schema.fields]
+            columns = [made.get(f.name, stamps) for f in self.schema.fields]
             names = [f.name for f in self.schema.fields]
             for start in range(0, n, batch):
                 size = min(batch, n - start)

@@ -87,17 +87,17 @@ def main() -> None:
                 {"root": root, "store": name, **store_options(args.kind, args.partitions)}
             )
             writer = StateStoreWriter.plan(options, spark_write_schema(args.kind), overwrite=False)
-            message, *figures = profiled(lambda: writer.write(iter(batches)), args.top, profile)
+            message, *figures = profiled(lambda w=writer: w.write(iter(batches)), args.top, profile)
             phases = {"write task": figures}
-            phases["commit"] = profiled(lambda: writer.commit([message]), args.top, False)[1:]
+            phases["commit"] = profiled(lambda w=writer, m=message: w.commit([m]), args.top, False)[1:]
             reader = StateStoreReader.plan(StoreOptions.parse({"root": root, "store": name}))
             for label in ("first read", "second read"):
 
-                def read_all() -> int:
+                def read_all(source: StateStoreReader = reader) -> int:
                     return sum(
                         b.num_rows
                         for p in range(args.partitions)
-                        for b in reader.read(StorePartition(p))
+                        for b in source.read(StorePartition(p))
                     )
 
                 rows, *figures = profiled(read_all, args.top, profile)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from _spark import full_read, register_floor, session
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from scale_rows import KINDS, spark_columns, store_options
 
 INPUT_PARTITIONS = 2
@@ -63,17 +63,15 @@ def worker_peak() -> Iterator[list[int]]:
     worker during it (each worker's ``VmHWM`` reset first; a worker forked during the block
     starts its own)."""
     for pid in _worker_pids():
-        with contextlib.suppress(OSError):
-            with open(f"/proc/{pid}/clear_refs", "w") as f:
-                f.write("5")
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
     found = [0]
     yield found
     for pid in _worker_pids():
-        with contextlib.suppress(OSError, ValueError):
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        found[0] = max(found[0], int(line.split()[1]) * 1024)
+        with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    found[0] = max(found[0], int(line.split()[1]) * 1024)
 
 
 class Figures:

@@ -72,6 +72,10 @@ class Stager:
         _check_keys(keys)
         key_bytes = serde_for(spec.key_type, column="key").encode(keys)
         value_bytes = serde_for(spec.value_type, column="value").encode(values)
+        # Spark's strings may hold any bytes (CAST(binary AS STRING) keeps them); the other
+        # types' bytes are the serdes' own. A string that is not UTF-8 could never be read back
+        # (Kafka's StringDeserializer), so it is refused here, and reads trust what they find.
+        self._check_decodable(key_bytes, value_bytes, None, strings_only=True)
         self._keep(key_bytes, value_bytes, columns)
 
     def add_serialized(
@@ -95,10 +99,25 @@ class Stager:
                 (UNDECODABLE_KEY, UNDECODABLE_VALUE); else as ``add``. A refused batch keeps
                 nothing.
         """
-        spec = self.spec
         _check_keys(keys)
+        self._check_decodable(keys, values, where)
+        self._keep(keys.cast(pa.binary()), values.cast(pa.binary()), columns)
+
+    def _check_decodable(
+        self,
+        keys: pa.Array,
+        values: pa.Array,
+        where: Callable[[int], str] | None,
+        *,
+        strings_only: bool = False,
+    ) -> None:
+        """Refuse serialized keys or values that the store's types cannot decode
+        (``undecodable``; with ``strings_only``, of string columns alone)."""
+        spec = self.spec
         for what, data, type_json in (("key", keys, spec.key_type),
                                       ("value", values, spec.value_type)):  # fmt: skip
+            if strings_only and type_json != "string":
+                continue
             found = undecodable(type_json, data, column=what)
             if found is not None:
                 row, exc = found
@@ -107,7 +126,6 @@ class Stager:
                     f"as the store's {what} type ({describe(type_json)}): {exc}",
                     code=f"UNDECODABLE_{what.upper()}",
                 ) from exc
-        self._keep(keys.cast(pa.binary()), values.cast(pa.binary()), columns)
 
     def _keep(
         self, key_bytes: pa.Array, value_bytes: pa.Array, columns: Mapping[str, pa.Array] | None

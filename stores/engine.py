@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.bytes.protocol import BytesStore
+from stores.columns.encode import taken
 from stores.columns.key_sort import key_runs, run_lasts
 from stores.query.queries import Query
 from stores.records import UNKNOWN_TIMESTAMP
@@ -207,9 +208,7 @@ def last_per_key(
     if not tombstones:
         live = pc.is_valid(table.column("value")).to_numpy(zero_copy_only=False)
         winners = winners[live[winners]]
-    if len(winners) == n and bool((winners[1:] > winners[:-1]).all()):
-        return table  # every row, in order already (keys written ascending): no copy
-    return table.take(pa.array(winners))  # one copy
+    return taken(table, winners)  # one copy (none where every row wins, in order)
 
 
 def row_batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:

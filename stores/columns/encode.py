@@ -36,6 +36,14 @@ def whole(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
 
 
+def taken(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """The rows of ``table`` at indices ``rows``, copied; ``table`` itself where ``rows`` are
+    all of its rows in order (a store whose keys came ascending, one write each)."""
+    if len(rows) == table.num_rows and bool((rows[1:] > rows[:-1]).all()):
+        return table
+    return table.take(pa.array(rows))
+
+
 def whole_table(table: pa.Table) -> pa.Table:
     """``table`` with each column one chunk, copied only where a column has several."""
     if all(c.num_chunks <= 1 for c in table.columns) and table.num_rows:

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.columns.decode import ByteColumn, value_columns
+from stores.columns.encode import taken
 from stores.columns.key_sort import key_runs, run_lasts
 from stores.segments.columns import (
     TIME,
@@ -69,7 +70,7 @@ def session_read(
     if time_to is not None:
         keep &= starts[winners] <= time_to
     names = ["key", "value", "session_start", "session_end"]
-    return state.rows.take(pa.array(winners[keep])).select(
+    return taken(state.rows, winners[keep]).select(
         names + (["headers"] if params.get("headers") else [])
     )
 

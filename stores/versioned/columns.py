@@ -46,6 +46,7 @@ from stores.columns.encode import (
     binary_from,
     binary_offsets,
     concat_rows,
+    taken,
     whole,
     whole_table,
 )
@@ -128,11 +129,11 @@ def versioned_read(
                 keep &= ~has_end | (ends > time_from)
     else:
         keep = latest
-    chosen = pa.array(rows_of[keep])  # keys and values are copied for these rows only
+    chosen = taken(rows.select(["key", "value"]), rows_of[keep])  # copied for these rows only
     return pa.table(
         [
-            rows.column("key").take(chosen),
-            rows.column("value").take(chosen),
+            chosen.column("key"),
+            chosen.column("value"),
             pa.array(starts[keep], _TIME),
             pa.array(ends[keep], _TIME, mask=~has_end[keep]),
         ],

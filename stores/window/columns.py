@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.columns.decode import ByteColumn, segment_ids, value_columns
-from stores.columns.encode import whole
+from stores.columns.encode import taken, whole
 from stores.columns.key_sort import key_runs, run_lasts
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.segments.columns import (
@@ -93,7 +93,7 @@ def window_read(
     low = max(0 if time_from is None else time_from, state.stream_time - params["retention_ms"] + 1)
     high = MAX_LONG if time_to is None else time_to
     final = winners[state.written[winners] & (starts[winners] >= low) & (starts[winners] <= high)]
-    picked = rows.take(pa.array(final))
+    picked = taken(rows, final)
     window_starts = whole(picked.column("window_start"))
     # As Kafka's window end, capped at Long.MAX_VALUE.
     ends = _capped_ends(window_starts, params["window_size_ms"])

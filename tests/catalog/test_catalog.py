@@ -21,6 +21,7 @@ from stores.errors import (
     CommitConflictError,
     CorruptDataError,
     InvalidOptionError,
+    SerdeError,
     StoreAlreadyExistsError,
     StoreNotFoundError,
 )
@@ -168,6 +169,22 @@ def test_changelog_files_are_compressed_and_uncompressed_ones_still_read(
     table.abort(plain)
     got = {r["key"]: r["value"] for r in table.to_arrow().to_pylist()}
     assert len(got) == 1000 and got["00000009"] == "new" and got["00000010"] == "v" * 100
+
+
+def test_strings_that_are_not_utf8_are_refused_when_staged(catalog: Catalog, warehouse: str) -> None:
+    """Spark's strings may hold any bytes (CAST(binary AS STRING) keeps them), and a read trusts
+    the UTF-8 it finds: a write refuses them, naming the column, and stages nothing."""
+    table = catalog.create_store("kv", "keyvalue", "string", "string")
+    bad = pa.Array.from_buffers(
+        pa.string(), 2, [None, pa.py_buffer(b"\0\0\0\0\1\0\0\0\3\0\0\0"), pa.py_buffer(b"a\xff\xfe")]
+    )
+    with pytest.raises(SerdeError, match=r"UNDECODABLE_VALUE.*value of row 1.*string"):
+        table.stage(pa.array(["k1", "k2"]), bad, None)
+    with pytest.raises(SerdeError, match=r"UNDECODABLE_KEY.*key of row 1"):
+        table.stage(bad, pa.array(["v1", "v2"]), None)
+    assert not list(Path(warehouse).rglob("*.arrow"))
+    table.commit(table.stage(pa.array(["k"]), pa.array(["é"]), None))
+    assert table.to_arrow().to_pylist() == [{"key": "k", "value": "é"}]
 
 
 def test_a_task_stages_one_file_and_a_partition_reads_only_its_piece(
