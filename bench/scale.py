@@ -18,7 +18,9 @@ input partitions, 4 store partitions):
 A full read materializes every column of every row (Spark's ``noop`` sink). Ratios are rates,
 store / peer (1.0x: as fast). **Peak memory** is the largest peak resident set of one Spark
 Python worker during the store's write or first read (``VmHWM``, reset before each run),
-beside the read's raw data size: its Arrow bytes, all partitions together.
+beside the read's raw data size: its Arrow bytes, all partitions together. Each timing also
+says how busy the machine's CPUs were during it (``/proc/stat``): a figure bound by CPU shares
+it with Spark's own conversions, so every copy the connector makes costs the job.
 """
 
 from __future__ import annotations
@@ -74,6 +76,13 @@ def worker_peak() -> Iterator[list[int]]:
                     found[0] = max(found[0], int(line.split()[1]) * 1024)
 
 
+def _cpu_ticks() -> tuple[int, int]:
+    """(all, idle) jiffies of this machine's CPUs so far (``/proc/stat``)."""
+    with open("/proc/stat") as f:
+        ticks = [int(t) for t in f.readline().split()[1:]]
+    return sum(ticks), ticks[3] + ticks[4]  # idle and iowait
+
+
 class Figures:
     """Medians of timed runs (rows/s) and the peak worker memory of some."""
 
@@ -84,19 +93,22 @@ class Figures:
 
     def time(self, label: str, action: Callable[[int], object], *, peak: bool = False) -> None:
         """Run ``action(i)`` ``repeat`` times; keep the median rate (and the peak memory)."""
-        seconds = []
+        seconds, busy = [], []
         for i in range(self.repeat):
             with worker_peak() as found:
+                ticks, idle = _cpu_ticks()
                 start = time.perf_counter()
                 action(i)
                 seconds.append(time.perf_counter() - start)
+                ticks_after, idle_after = _cpu_ticks()
+            busy.append(1 - (idle_after - idle) / max(1, ticks_after - ticks))
             if peak:
                 self.peaks[label] = max(self.peaks.get(label, 0), found[0])
         median = statistics.median(seconds)
         self.rates[label] = self.rows / median
         runs = ", ".join(f"{s:.2f}" for s in seconds)
-        print(f"  {label:<20} median {median:6.2f} s {self.rows / median:12,.0f} rows/s  ({runs})",
-              flush=True)  # fmt: skip
+        print(f"  {label:<20} median {median:6.2f} s {self.rows / median:12,.0f} rows/s  ({runs}; "
+              f"CPUs {statistics.median(busy):4.0%} busy)", flush=True)  # fmt: skip
 
     def ratio(self, a: str, b: str) -> float:
         return self.rates[a] / self.rates[b]
@@ -206,6 +218,7 @@ def main() -> None:
         warm.write.format("state_store").options(root=root, store="warm").mode("append").save()
         full_read(spark.read.format("state_store").option("root", root).load("warm"))
         warm.write.format("floor_arrow").mode("append").save()
+        full_read(spark.read.format("floor_arrow").options(rows=str(args.sizes[0]), parts="4").load())
         for rows in args.sizes:
             for kind in args.kinds:
                 for order in args.orders:
