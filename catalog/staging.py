@@ -121,9 +121,15 @@ class Stager:
             found = undecodable(type_json, data, column=what)
             if found is not None:
                 row, exc = found
+                hint = (
+                    "; a Spark string made by CAST(binary AS STRING) can hold bytes that are "
+                    f"not UTF-8: store such {what}s in a binary column"
+                    if strings_only
+                    else ""
+                )
                 raise SerdeError(
                     f"the {what} of {where(row) if where else f'row {row}'} cannot be decoded "
-                    f"as the store's {what} type ({describe(type_json)}): {exc}",
+                    f"as the store's {what} type ({describe(type_json)}): {exc}{hint}",
                     code=f"UNDECODABLE_{what.upper()}",
                 ) from exc
 
