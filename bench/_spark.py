@@ -55,7 +55,8 @@ def register_floor(spark: SparkSession) -> None:
     """``floor_arrow``: a Python data source that writes nothing and reads ``rows`` rows in
     ``parts`` partitions from batches of 65,536 rows built once per task (the cost of Spark's
     Python source path). Option ``schema`` (DDL; default ``key string, value string``) gives a
-    store's read schema: ``key`` 16 characters, ``value`` 100, every other column a TIMESTAMP."""
+    store's read schema: ``key`` 16 characters, ``value`` 100, ``headers`` two headers, every
+    other column a TIMESTAMP."""
     import pyarrow as pa
     from pyspark.sql.datasource import (
         DataSource,
@@ -82,9 +83,12 @@ def register_floor(spark: SparkSession) -> None:
             n = self.rows // self.parts
             batch = 1 << 16
             ms = pa.array(range(1_714_564_800_000, 1_714_564_800_000 + batch), pa.int64())
+            header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+            two = [{"key": "trace", "value": b"\0" * 8}, {"key": "source", "value": None}]
             made = {
                 "key": pa.array([f"{i:016x}" for i in range(batch)]),
                 "value": pa.array(["v" * 100] * batch),
+                "headers": pa.array([two] * batch, pa.list_(header)),  # as write_read's
             }
             stamps = ms.cast(pa.timestamp("ms")).cast(pa.timestamp("us", tz="UTC"))
             columns = [made.get(f.name, stamps) for f in self.schema.fields]

@@ -121,7 +121,11 @@ def main() -> None:
         timed("parquet read", lambda i: full_read(spark.read.parquet(str(work / f"pq{i}"))), n, r, results)
         timed("store read (first)", lambda i: store_read(f"bench{i}"), n, r, results)
         timed("store read (second)", lambda i: store_read(f"bench{i}"), n, r, results)
-        floor = spark.read.format("floor_arrow").options(rows=str(n), parts=str(args.store_partitions))
+        stored = spark.read.format("state_store").option("root", root).load("bench0").schema
+        ddl = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in stored.fields)
+        floor = spark.read.format("floor_arrow").options(
+            rows=str(n), parts=str(args.store_partitions), schema=ddl
+        )
         timed("floor write", lambda i: df.write.format("floor_arrow").mode("append").save(), n, r, results)
         timed("floor read", lambda i: full_read(floor.load()), n, r, results)
         count = spark.read.format("state_store").option("root", root).load("bench0").count()
