@@ -3,6 +3,12 @@ in Spark and without it, the SQL lookups), so that every route is held to the sa
 
 from __future__ import annotations
 
+from typing import Any
+
+from catalog import Catalog
+from catalog.operations.query import StateQueryRequest, query
+from stores.query import VersionedKeyQuery
+
 # history retention 7 s: at stream time 9 s (key c's last write) versions that ended before
 # 2 s answer no more, as in Kafka.
 VERSIONS = [
@@ -22,3 +28,19 @@ EVENTS = [
     ("e", 2_000),  # a key the store never had
     (None, 2_000), ("a", None),  # nulls join nothing
 ]  # fmt: skip
+
+
+def python_get(root: str, key: str | None, at_ms: int | None) -> tuple[Any, Any, Any]:
+    """``(value, valid_from ms, valid_to ms)`` of store ``rates`` under ``root`` by the store's
+    Python API: what every as-of route must answer (Nones: no version; a null key or time, or
+    a time before 1970, joins nothing)."""
+    if key is None or at_ms is None or at_ms < 0:
+        return None, None, None
+    request = StateQueryRequest.in_store("rates").with_query(
+        VersionedKeyQuery.with_key(key).as_of(at_ms)
+    )
+    found = query(Catalog(root), request).get_only_partition_result()
+    record = None if found is None else found.get_result()
+    if record is None:
+        return None, None, None
+    return record.value, record.timestamp, record.valid_to

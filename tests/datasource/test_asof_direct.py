@@ -15,14 +15,12 @@ import pytest
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from catalog import Catalog
-from catalog.operations.query import StateQueryRequest, query
 from datasource import asof_lookup
 from datasource.asof_lookup import AsOfLookup, reads_history
 from datasource.options import StoreOptions
 from datasource.writer import StateStoreWriter
-from stores.query import VersionedKeyQuery
 from tests.asof_cases import EVENTS as CASE_EVENTS
-from tests.asof_cases import VERSIONS
+from tests.asof_cases import VERSIONS, python_get
 
 SCHEMA = StructType(
     [
@@ -86,19 +84,6 @@ def joined(lookup: AsOfLookup, batches: list[tuple[pa.Array, ...]]) -> list[tupl
         for c in ("valid_from", "valid_to")
     ]
     return list(zip(found.field("value").to_pylist(), *millis))
-
-
-def python_get(root: str, key: str | None, at_ms: int | None) -> tuple[Any, Any, Any]:
-    if key is None or at_ms is None or at_ms < 0:
-        return None, None, None
-    request = StateQueryRequest.in_store("rates").with_query(
-        VersionedKeyQuery.with_key(key).as_of(at_ms)
-    )
-    found = query(Catalog(root), request).get_only_partition_result()
-    record = None if found is None else found.get_result()
-    if record is None:
-        return None, None, None
-    return record.value, record.timestamp, record.valid_to
 
 
 @pytest.mark.parametrize("method", ["auto", "history", "lookups"])

@@ -11,10 +11,8 @@ from typing import Any
 import pytest
 
 from catalog import Catalog
-from catalog.operations.query import StateQueryRequest, query
 from datasource.asof import asof_join
-from stores.query import VersionedKeyQuery
-from tests.asof_cases import EVENTS, VERSIONS
+from tests.asof_cases import EVENTS, VERSIONS, python_get
 
 pytestmark = pytest.mark.spark
 
@@ -34,20 +32,6 @@ def rates(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
         "append"
     ).save()
     return root
-
-
-def python_get(root: str, key: str | None, at_ms: int | None) -> tuple[Any, Any, Any]:
-    """``(value, valid_from ms, valid_to ms)`` by the store's Python API (Nones: no version)."""
-    if key is None or at_ms is None:
-        return None, None, None
-    request = StateQueryRequest.in_store("rates").with_query(
-        VersionedKeyQuery.with_key(key).as_of(at_ms)
-    )
-    found = query(Catalog(root), request).get_only_partition_result()
-    record = None if found is None else found.get_result()
-    if record is None:
-        return None, None, None
-    return record.value, record.timestamp, record.valid_to
 
 
 def answers(joined: Any, prefix: str = "") -> list[tuple[Any, Any, Any]]:
