@@ -3,9 +3,10 @@
     python bench/write_read.py --rows 1000000 --kind keyvalue   # or timestamped, versioned,
                                                                # window, session [--headers]
 
-Rows: 16-byte string keys, 100-byte string values (+ the kind's time columns; with --headers,
-two headers per row). Keys reach each task in ascending order, which the store's sorts find
-cheap; with --random-keys they are a hash of the row number, in no order. Each
+Rows: those of ``bench/scale.py`` (``scale_rows``): 16-byte string keys, 100-byte string
+values, the kind's time columns (with --headers, two headers per row). Keys reach each task
+in ascending order, which the store's sorts find cheap; with --random-keys they are a hash of
+the row number, in no order. Each
 figure is rows/s; ratios are store / parquet, > 1 meaning the store is faster. A "full read"
 materializes every column of every row (Spark's ``noop`` sink), so parquet cannot answer from
 metadata. The first store read includes computing each partition's state from its changelog.
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from _spark import full_read, register_floor, session
 from pyspark.sql import DataFrame
+from scale_rows import spark_columns, store_options
 
 
 def timed(label: str, action: Callable[[int], object], rows: int, repeat: int, results: dict[str, float]) -> None:
@@ -64,18 +66,7 @@ def main() -> None:
     spark = session("state_store bench")
     work = Path(tempfile.mkdtemp(prefix="state-store-bench-"))
     try:
-        key = "xxhash64(id)" if args.random_keys else "id"
-        columns = [
-            f"lpad(hex({key}), 16, '0') AS key",
-            "concat(repeat('v', 84), lpad(cast(id AS string), 16, '0')) AS value",
-        ]
-        if args.kind in ("versioned", "timestamped"):
-            columns.append("timestamp_millis(1714564800000 + id) AS timestamp")
-        if args.kind == "window":
-            columns.append("timestamp_millis(1714564800000 + (id % 1000) * 60000) AS window_start")
-        if args.kind == "session":
-            columns.append("timestamp_millis(1714564800000 + id) AS session_start")
-            columns.append("timestamp_millis(1714564800000 + id + 5000) AS session_end")
+        columns = spark_columns(args.kind, args.random_keys)
         if args.headers:
             columns.append(
                 "array(named_struct('key', 'trace', 'value', unhex(hex(id))), "
@@ -86,13 +77,7 @@ def main() -> None:
 
         results: dict[str, float] = {}
         root = str(work / "warehouse")
-        options = {"root": root, "kind": args.kind, "numPartitions": str(args.store_partitions)}
-        if args.kind == "versioned":
-            options["historyRetention"] = "1 day"
-        if args.kind in ("window", "session"):
-            options["retention"] = "30 days"
-        if args.kind == "window":
-            options["windowSize"] = "1 minute"
+        options = {"root": root, **store_options(args.kind, args.store_partitions)}
         if args.headers:
             options["headers"] = "true"
 
