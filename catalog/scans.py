@@ -128,7 +128,9 @@ def store_scan(
 
 def columnar(spec: StoreSpec, kind: StoreKind, scan: Scan, schema: pa.Schema) -> Columnar:
     """The kind's column-only ``scan``, as typed batches of ``schema`` (see
-    ``PartitionCache.read``)."""
+    ``PartitionCache.read``), in the order the rows were written rather than key order: a
+    table read promises no order, and the gather into key order was most of a first read's
+    cost (issue 27). Where RocksDB answers instead, its rows come in key order."""
     scan_columns = kind.scan_columns
     typed = decoder(spec, schema, checked=True)
     raw_schema = kind.layout(spec.params).raw_schema()
@@ -137,7 +139,7 @@ def columnar(spec: StoreSpec, kind: StoreKind, scan: Scan, schema: pa.Schema) ->
     def compute(
         runs: dict[str, tuple[pa.Array, pa.Array]], commits: list[pa.Table]
     ) -> Iterator[pa.RecordBatch] | None:
-        result = scan_columns(runs, commits, params, scan)
+        result = scan_columns(runs, commits, params, scan, key_order=False)
         if result is STORE_MUST_ANSWER:
             return None  # the cache's Columnar contract: the store answers
         return (

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.bytes.protocol import BytesStore
-from stores.columns.encode import taken
+from stores.columns.encode import in_order, taken
 from stores.columns.key_sort import key_runs, run_lasts
 from stores.query.queries import Query
 from stores.records import UNKNOWN_TIMESTAMP
@@ -167,11 +167,20 @@ class StoreEngine(ABC):
         where the kind has them."""
 
     def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+        self,
+        runs: Runs,
+        commits: list[pa.Table],
+        params: dict[str, Any],
+        scan: Scan,
+        *,
+        key_order: bool = True,
     ) -> pa.Table | StoreMustAnswer:
         """What ``scan`` reads of a store built from a snapshot's ``runs`` (possibly none) and
         the changelog tables of the ``commits`` after it, computed from columns: the raw
-        schema in the store's scan order; ``STORE_MUST_ANSWER`` where it cannot."""
+        schema in the store's scan order (Kafka's, by key bytes), or, without ``key_order``,
+        in the order the rows read were written (the snapshot's, then each commit's): the
+        same rows, without gathering them into key order (``in_order``);
+        ``STORE_MUST_ANSWER`` where it cannot."""
         return STORE_MUST_ANSWER
 
     def store_rows(
@@ -194,11 +203,15 @@ class StoreEngine(ABC):
 
 
 def last_per_key(
-    table: pa.Table, after: Sequence[tuple[Any, bool]] = (), tombstones: bool = False
+    table: pa.Table,
+    after: Sequence[tuple[Any, bool]] = (),
+    tombstones: bool = False,
+    key_order: bool = True,
 ) -> pa.Table:
     """The last row of each key (rows in write order, or in ``after`` order, then write order,
-    among a key's rows), sorted by key bytes, tombstones dropped (kept: ``tombstones``): a
-    key-value store's state, computed with one sort instead of a RocksDB round trip."""
+    among a key's rows), sorted by key bytes (in ``table``'s order without ``key_order``),
+    tombstones dropped (kept: ``tombstones``): a key-value store's state, computed with one
+    sort instead of a RocksDB round trip."""
     n = table.num_rows
     if n == 0:
         return table
@@ -208,7 +221,7 @@ def last_per_key(
     if not tombstones:
         live = pc.is_valid(table.column("value")).to_numpy(zero_copy_only=False)
         winners = winners[live[winners]]
-    return taken(table, winners)  # one copy (none where every row wins, in order)
+    return taken(table, in_order(winners, key_order))  # one copy (none: every row wins, in order)
 
 
 def row_batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:

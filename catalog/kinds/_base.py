@@ -189,11 +189,17 @@ class StoreKind:
         return self.engine.key_query(key, as_of=as_of, time_from=time_from, time_to=time_to)
 
     def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+        self,
+        runs: Runs,
+        commits: list[pa.Table],
+        params: dict[str, Any],
+        scan: Scan,
+        *,
+        key_order: bool = True,
     ) -> pa.Table | StoreMustAnswer:
-        """``scan`` computed from a snapshot's ``runs`` and the ``commits`` after it, or
-        ``STORE_MUST_ANSWER``."""
-        return self.engine.scan_columns(runs, commits, params, scan)
+        """``scan`` computed from a snapshot's ``runs`` and the ``commits`` after it (in key
+        order, or in write order: ``StoreEngine.scan_columns``), or ``STORE_MUST_ANSWER``."""
+        return self.engine.scan_columns(runs, commits, params, scan, key_order=key_order)
 
     def store_rows(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]

@@ -51,11 +51,17 @@ class KeyValueEngine(StoreEngine):
         return KeyQuery.with_key(key)
 
     def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+        self,
+        runs: Runs,
+        commits: list[pa.Table],
+        params: dict[str, Any],
+        scan: Scan,
+        *,
+        key_order: bool = True,
     ) -> pa.Table | StoreMustAnswer:
         if not scan.is_full:
             return STORE_MUST_ANSWER
-        latest = _latest(runs, commits)
+        latest = _latest(runs, commits, key_order=key_order)
         return STORE_MUST_ANSWER if latest is None else latest
 
     def store_rows(
@@ -76,10 +82,12 @@ class KeyValueEngine(StoreEngine):
         return {DEFAULT_CF: (last.column("key"), last.column("value"))}
 
 
-def _latest(runs: Runs, commits: list[pa.Table], tombstones: bool = False) -> pa.Table | None:
+def _latest(
+    runs: Runs, commits: list[pa.Table], tombstones: bool = False, key_order: bool = True
+) -> pa.Table | None:
     """The last write of each key after a snapshot's ``runs`` and the ``commits`` (live rows,
-    or with each deleted key's tombstone: ``tombstones``), sorted by key bytes; None when there
-    are no rows at all."""
+    or with each deleted key's tombstone: ``tombstones``), sorted by key bytes (in write order
+    without ``key_order``); None when there are no rows at all."""
     parts = []
     if "default" in runs:
         keys, values = runs["default"]
@@ -88,7 +96,7 @@ def _latest(runs: Runs, commits: list[pa.Table], tombstones: bool = False) -> pa
     parts += [t.select(["key", "value"]).cast(_WIDE) for t in commits]
     if not parts:
         return None
-    return last_per_key(pa.concat_tables(parts), tombstones=tombstones)
+    return last_per_key(pa.concat_tables(parts), tombstones=tombstones, key_order=key_order)
 
 
 KEY_VALUE_ENGINE = KeyValueEngine()

@@ -58,13 +58,19 @@ class SegmentedEngine(StoreEngine):
         return segmented_batches(store, scan, self.layout(params))
 
     def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+        self,
+        runs: Runs,
+        commits: list[pa.Table],
+        params: dict[str, Any],
+        scan: Scan,
+        *,
+        key_order: bool = True,
     ) -> pa.Table | StoreMustAnswer:
         cls = type(self)
         base = cls.columns_base(runs, params, self.column_families(params)) if runs else None
         if runs and base is None:
             return STORE_MUST_ANSWER
-        read = cls.columns_read(commits, params, scan.time_from, scan.time_to, base)
+        read = cls.columns_read(commits, params, scan.time_from, scan.time_to, base, key_order)
         return STORE_MUST_ANSWER if read is None else read
 
     def store_rows(

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.columns.decode import ByteColumn, value_columns
-from stores.columns.encode import taken
+from stores.columns.encode import in_order, taken
 from stores.columns.key_sort import key_runs, run_lasts
 from stores.segments.columns import (
     TIME,
@@ -56,10 +56,11 @@ def session_read(
     time_from: int | None,
     time_to: int | None,
     base: SegmentedBase | None = None,
+    key_order: bool = True,
 ) -> pa.Table | None:
     """What a session store built from ``commits`` (after ``base``) scans for sessions
     starting in ``[time_from, time_to]`` (None: open): key, value, session_start, session_end
-    [, headers] in Kafka's order."""
+    [, headers] in Kafka's order (in write order without ``key_order``)."""
     state = _session_state(commits, params, base)
     winners, ends, starts = state.winners, state.times, state.suffix[1][0]
     keep = state.written[winners] & (
@@ -70,7 +71,7 @@ def session_read(
     if time_to is not None:
         keep &= starts[winners] <= time_to
     names = ["key", "value", "session_start", "session_end"]
-    return taken(state.rows, winners[keep]).select(
+    return taken(state.rows, in_order(winners[keep], key_order)).select(
         names + (["headers"] if params.get("headers") else [])
     )
 

@@ -89,9 +89,15 @@ class TimestampedEngine(StoreEngine):
         return TimestampedKeyQuery.with_key(key)
 
     def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+        self,
+        runs: Runs,
+        commits: list[pa.Table],
+        params: dict[str, Any],
+        scan: Scan,
+        *,
+        key_order: bool = True,
     ) -> pa.Table | StoreMustAnswer:
-        latest = self._latest(runs, commits, params) if scan.is_full else None
+        latest = self._latest(runs, commits, params, key_order=key_order) if scan.is_full else None
         if latest is None:
             return STORE_MUST_ANSWER
         stamps = whole(latest.column("timestamp"))
@@ -114,11 +120,16 @@ class TimestampedEngine(StoreEngine):
         return STORE_MUST_ANSWER if latest is None else _rows(latest, params)
 
     def _latest(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], tombstones: bool = False
+        self,
+        runs: Runs,
+        commits: list[pa.Table],
+        params: dict[str, Any],
+        tombstones: bool = False,
+        key_order: bool = True,
     ) -> pa.Table | None:
-        """The live rows (timestamps as written: -1 unknown), sorted by key bytes, with each
-        deleted key's tombstone if ``tombstones``; None where RocksDB must convert an older
-        format's rows."""
+        """The live rows (timestamps as written: -1 unknown), sorted by key bytes (in write
+        order without ``key_order``), with each deleted key's tombstone if ``tombstones``; None
+        where RocksDB must convert an older format's rows."""
         layout = self.layout(params)
         names = layout.changelog_schema().names
         wide = pa.schema(
@@ -143,7 +154,7 @@ class TimestampedEngine(StoreEngine):
         part = np.repeat(np.arange(len(parts)), [p.num_rows for p in parts])
         rows = pa.concat_tables([p for p in parts if p.num_rows] or parts[:1])
         after = [(part, False), (rows.column("timestamp"), False)]
-        return last_per_key(rows, after=after, tombstones=tombstones)
+        return last_per_key(rows, after=after, tombstones=tombstones, key_order=key_order)
 
 
 def _rows(latest: pa.Table, params: dict[str, Any]) -> Rows:

@@ -92,12 +92,14 @@ def versioned_read(
     all_versions: bool = False,
     time_from: int | None = None,
     time_to: int | None = None,
+    key_order: bool = True,
 ) -> pa.Table | None:
     """What a versioned store built from ``commits`` (changelog tables, in commit order) reads.
 
     The latest version of every key, or every version (``all_versions``, optionally bounded by
     ``time_from``/``time_to``), or the versions valid at ``as_of``: raw rows (``RAW``) sorted
-    by key bytes, then ``valid_from``, exactly as the store's scans give them; None when the
+    by key bytes, then ``valid_from``, exactly as the store's scans give them (without
+    ``key_order``, the same rows in the order their records were written); None when the
     records need the store itself (see the module doc). ``base``: a snapshot's records and
     stream time (``snapshot_records``), the state the commits apply to.
     """
@@ -129,13 +131,18 @@ def versioned_read(
                 keep &= ~has_end | (ends > time_from)
     else:
         keep = latest
-    chosen = taken(rows.select(["key", "value"]), rows_of[keep])  # copied for these rows only
+    at = np.flatnonzero(keep)  # by (key, time)
+    if not key_order:  # by row instead (each version's record), with no sort: rows are distinct
+        by_row = np.full(rows.num_rows, -1, dtype=np.int64)
+        by_row[rows_of[at]] = at
+        at = by_row[by_row >= 0]
+    chosen = taken(rows.select(["key", "value"]), rows_of[at])  # copied for these rows only
     return pa.table(
         [
             chosen.column("key"),
             chosen.column("value"),
-            pa.array(starts[keep], _TIME),
-            pa.array(ends[keep], _TIME, mask=~has_end[keep]),
+            pa.array(starts[at], _TIME),
+            pa.array(ends[at], _TIME, mask=~has_end[at]),
         ],
         schema=RAW,
     )

@@ -90,7 +90,13 @@ class VersionedEngine(StoreEngine):
         return STORE_MUST_ANSWER if rows is None else rows
 
     def scan_columns(
-        self, runs: Runs, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+        self,
+        runs: Runs,
+        commits: list[pa.Table],
+        params: dict[str, Any],
+        scan: Scan,
+        *,
+        key_order: bool = True,
     ) -> pa.Table | StoreMustAnswer:
         base = snapshot_records(runs) if runs else None
         if runs and base is None:
@@ -104,6 +110,7 @@ class VersionedEngine(StoreEngine):
             all_versions=scan.all_versions,
             time_from=scan.time_from,
             time_to=scan.time_to,
+            key_order=key_order,
         )
         return STORE_MUST_ANSWER if read is None else read
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.columns.decode import ByteColumn, segment_ids, value_columns
-from stores.columns.encode import taken, whole
+from stores.columns.encode import in_order, taken, whole
 from stores.columns.key_sort import key_runs, run_lasts
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.segments.columns import (
@@ -81,11 +81,12 @@ def window_read(
     time_from: int | None,
     time_to: int | None,
     base: SegmentedBase | None = None,
+    key_order: bool = True,
 ) -> pa.Table | None:
     """What a window store built from ``commits`` (after ``base``, a snapshot's state) scans
     for windows starting in ``[time_from, time_to]`` (None: open): the kind's raw columns (key,
-    value, window_start, window_end[, timestamp][, headers]) in Kafka's order; None to decline
-    (:mod:`stores.segments.columns`)."""
+    value, window_start, window_end[, timestamp][, headers]) in Kafka's order (in write order
+    without ``key_order``); None to decline (:mod:`stores.segments.columns`)."""
     state = _window_state(commits, params, base)
     if state is None:
         return None
@@ -93,7 +94,7 @@ def window_read(
     low = max(0 if time_from is None else time_from, state.stream_time - params["retention_ms"] + 1)
     high = MAX_LONG if time_to is None else time_to
     final = winners[state.written[winners] & (starts[winners] >= low) & (starts[winners] <= high)]
-    picked = taken(rows, final)
+    picked = taken(rows, in_order(final, key_order))
     window_starts = whole(picked.column("window_start"))
     # As Kafka's window end, capped at Long.MAX_VALUE.
     ends = _capped_ends(window_starts, params["window_size_ms"])
