@@ -38,10 +38,16 @@ def whole(column: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def taken(table: pa.Table, rows: np.ndarray) -> pa.Table:
     """The rows of ``table`` at indices ``rows``, copied; ``table`` itself where ``rows`` are
-    all of its rows in order (a store whose keys came ascending, one write each)."""
-    if len(rows) == table.num_rows and bool((rows[1:] > rows[:-1]).all()):
+    all of its rows in order (a store whose keys came ascending, one write each). Ascending
+    ``rows`` are filtered chunk by chunk: a take would first copy a table of several chunks
+    (a changelog file's batches) whole."""
+    if not bool((rows[1:] > rows[:-1]).all()):
+        return table.take(pa.array(rows))
+    if len(rows) == table.num_rows:
         return table
-    return table.take(pa.array(rows))
+    keep = np.zeros(table.num_rows, dtype=bool)
+    keep[rows] = True
+    return table.filter(pa.array(keep))
 
 
 def in_order(rows: np.ndarray, key_order: bool) -> np.ndarray:

@@ -47,7 +47,7 @@ import numpy as np
 import pyarrow as pa
 
 from stores.columns.decode import segment_ids, stored_values
-from stores.columns.encode import big_endian_column, concat_rows, whole_table
+from stores.columns.encode import big_endian_column, concat_rows
 from stores.segments.store import (
     EXPIRED_SEGMENT_WARNING,
     NO_TIMESTAMP,
@@ -111,10 +111,11 @@ def concat(
     base: SegmentedBase, commits: list[pa.Table], names: list[str]
 ) -> tuple[pa.Table, list[int]]:
     """The snapshot's rows and every commit's, as given (keys, values and headers as large
-    binaries; one part alone is not copied), and the number of rows of each part."""
+    binaries; not copied: a table of the parts' record batches), and the number of rows of
+    each part."""
     schema = schema_of(names)
     parts = [base.rows.select(names).cast(schema), *(t.select(names).cast(schema) for t in commits)]
-    rows = whole_table(pa.concat_tables([p for p in parts if p.num_rows] or parts[:1]))
+    rows = pa.concat_tables([p for p in parts if p.num_rows] or parts[:1])
     return rows, [p.num_rows for p in parts]
 
 

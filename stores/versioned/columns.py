@@ -48,7 +48,6 @@ from stores.columns.encode import (
     concat_rows,
     taken,
     whole,
-    whole_table,
 )
 from stores.columns.key_sort import key_runs, stable_order
 from stores.errors import CorruptDataError
@@ -169,7 +168,9 @@ def _ideal(commits: list[pa.Table], retention: int, base: Base | None) -> _Ideal
     """``_Ideal`` of ``commits`` after ``base``; None where Kafka departs from it."""
     prior, start_time, implied = base or Base(_WIDE.empty_table(), NO_TIMESTAMP, 0)
     tables = [prior.cast(_WIDE), *(t.select(_WIDE.names).cast(_WIDE) for t in commits)]
-    rows = whole_table(pa.concat_tables(tables))  # as given; apply order is an index
+    # As given (apply order is an index), a changelog file's batches as they are: the reads
+    # take or filter their rows, copying only those (``taken``).
+    rows = pa.concat_tables(tables)
     n = rows.num_rows
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
