@@ -44,10 +44,10 @@ from stores.errors import CorruptDataError
 
 #: How changelog and snapshot files are written (see the module doc).
 IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
-#: Rows per record batch of a changelog or snapshot file (at most). A read takes a partition's
-#: rows as one table, and Arrow copies a table of several batches whole to make its columns
-#: contiguous; a file of one batch is read as it is. Loading a snapshot into RocksDB holds one
-#: batch at a time.
+#: Rows per record batch of a changelog or snapshot file (at most). A write task's files hold
+#: batches of about 64k rows (``catalog.staging.PIECE_ROWS``), which reads take as they are
+#: (a column is joined only where a sort needs it whole). Loading a snapshot into RocksDB
+#: holds one batch at a time.
 FILE_BATCH_ROWS = 1 << 20
 
 

@@ -131,10 +131,11 @@ def versioned_read(
     else:
         keep = latest
     at = np.flatnonzero(keep)  # by (key, time)
-    if not key_order:  # by row instead (each version's record), with no sort: rows are distinct
+    if not key_order:  # by row instead (each version's record): with no sort, rows are distinct
         by_row = np.full(rows.num_rows, -1, dtype=np.int64)
         by_row[rows_of[at]] = at
-        at = by_row[by_row >= 0]
+        ascending = by_row[by_row >= 0]
+        at = ascending if len(ascending) == len(at) else at[np.argsort(rows_of[at], kind="stable")]
     chosen = taken(rows.select(["key", "value"]), rows_of[at])  # copied for these rows only
     return pa.table(
         [
