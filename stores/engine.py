@@ -25,12 +25,13 @@ from enum import Enum
 from itertools import islice
 from typing import Any, Final, Literal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.bytes.protocol import BytesStore
 from stores.columns.encode import in_order, taken
-from stores.columns.key_sort import key_runs, run_lasts
+from stores.columns.key_sort import distinct, key_runs, run_lasts
 from stores.query.queries import Query
 from stores.records import UNKNOWN_TIMESTAMP
 
@@ -215,13 +216,19 @@ def last_per_key(
     n = table.num_rows
     if n == 0:
         return table
-    # Stable: a key's rows stay in write order, so the last of each run of equal keys wins.
-    order, first = key_runs(table.column("key"), after=after)
-    winners = order[run_lasts(first)]
+    keys = table.column("key")
+    if not key_order and distinct(keys):
+        # Every key written once (a store loaded in one go): every row is its key's last
+        # write, and no order is asked for, so no row is ordered.
+        winners = np.arange(n)
+    else:
+        # Stable: a key's rows stay in write order, so the last of each run of equal keys wins.
+        order, first = key_runs(keys, after=after)
+        winners = in_order(order[run_lasts(first)], key_order)
     if not tombstones:
         live = pc.is_valid(table.column("value")).to_numpy(zero_copy_only=False)
         winners = winners[live[winners]]
-    return taken(table, in_order(winners, key_order))  # one copy (none: every row wins, in order)
+    return taken(table, winners)  # one copy (none where every row wins, in order)
 
 
 def row_batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:

@@ -49,3 +49,20 @@ def test_written_order_is_told_apart_from_key_order() -> None:
     written = [(b"b", 1), (b"a", 2), (b"c", 3)]
     assert _in_written_order([(b"b", 1), (b"c", 3)], written)
     assert not _in_written_order([(b"a", 2), (b"b", 1)], written)
+
+
+@pytest.mark.parametrize("kind", ["keyvalue", "timestamped"])
+def test_a_store_written_once_is_read_in_write_order(catalog: Catalog, kind: str) -> None:
+    """No key repeats: every row is its key's last write, served as written (no sort at all,
+    ``key_sort.distinct``), deletes of absent keys dropped."""
+    table = catalog.create_store("once", kind, "string", "long", num_partitions=1)
+    keys = [f"k{i * 7919 % 1000:03d}" for i in range(1000)]  # each once, not in key order
+    values = [None if i % 10 == 3 else i for i in range(1000)]
+    times = {"timestamp": pa.array(range(1000), pa.int64())} if kind == "timestamped" else None
+    table.commit(table.stage(pa.array(keys), pa.array(values, pa.int64()), times))
+    read = table.to_arrow()
+    live = [(k, v) for k, v in zip(keys, values) if v is not None]
+    assert list(zip(read.column("key").to_pylist(), read.column("value").to_pylist())) == live
+    runs, commits = table.partition_cache(0).columns_at(table.log.latest_id())
+    kafka = table.kind.scan_columns(runs, commits, table.spec.params, Scan())
+    assert kafka.column("key").to_pylist() == sorted(k.encode() for k, _ in live)

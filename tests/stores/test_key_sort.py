@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stores.columns.key_sort import MAX_WORDS_BYTES, key_order, key_runs
+from stores.columns.key_sort import MAX_WORDS_BYTES, distinct, key_order, key_runs
 
 # Few distinct bytes and lengths around the word borders, so that ties and prefixes are common.
 _KEY = st.binary(max_size=MAX_WORDS_BYTES + 3).map(lambda b: bytes(x % 3 for x in b))
@@ -118,3 +118,25 @@ def test_key_order_with_distinct_few_or_many_tied_first_words(repeats: int, seed
     numbers = np.array([n for _, n, _ in rows], dtype=np.int64)
     got = key_order(pa.array([k for k, _, _ in rows], pa.binary()), after=[(numbers, False)])
     assert got.tolist() == _expected(rows, before=False, descending=False)
+
+
+@given(st.lists(_KEY, max_size=80), st.integers(0, 3), st.sampled_from([pa.binary(), pa.string()]))
+def test_distinct_tells_keys_written_once(keys: list[bytes], cut: int, kind: pa.DataType) -> None:
+    """``distinct`` (a table read's shortcut: every row its key's only write) says True exactly
+    when no key repeats, for keys of up to MAX_WORDS_BYTES, of one length or many, from a
+    slice; longer keys are left to the sort (False)."""
+    array = pa.array([b"\xff" * cut, *keys], pa.binary()).slice(1)  # (a slice: offsets past 0)
+    if kind == pa.string():
+        array = array.cast(pa.string())  # (``_KEY``'s bytes are 0-2: valid UTF-8)
+    short = all(len(k) <= MAX_WORDS_BYTES for k in keys)
+    assert distinct(array) == (short and len(set(keys)) == len(keys))
+
+
+def test_distinct_on_keys_alike_in_their_first_words() -> None:
+    hexadecimal = [f"{i * 2654435761 % 2**32:08x}{i:08x}".encode() for i in range(100_000)]
+    assert distinct(pa.array(hexadecimal))
+    assert not distinct(pa.array([*hexadecimal, hexadecimal[77]]))
+    prefixed = pa.array([f"customer-{i}" for i in range(100_000)])  # lengths 10 to 14
+    assert distinct(prefixed)
+    assert not distinct(pa.concat_arrays([prefixed, prefixed.slice(5, 1)]))
+    assert not distinct(pa.array([b"a", None, b"b"]))  # a null: left to the sort
