@@ -3,8 +3,9 @@
 A Spark write task receives its rows as a stream of Arrow batches while the JVM converts them.
 ``Stager.add`` does a batch's share of the work as the batch arrives (serialize keys and
 values, check every row, compute each key's partition and cut the batch into partition
-pieces), so that what is left when the stream ends is one concatenation per partition, the
-changelog file's compression and its one write (``flush``). ``StoreTable.stage`` is one
+pieces, joined into tables of ``PIECE_ROWS`` rows as they come), so that what is left when the
+stream ends is the join of each partition's last pieces, the changelog file's compression and
+its one write (``flush``). ``StoreTable.stage`` is one
 ``add`` and one ``flush``. ``add_serialized`` takes rows serialized already (a Kafka changelog's
 records), kept as they are once checked to decode by the store's types.
 
@@ -37,8 +38,8 @@ from stores.types import TypeJson, describe
 MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
 
 
-#: Rows of a changelog file's record batches, at least (but the last): see
-#: ``Stager._keep_piece``.
+#: Rows of each table a writer joins a partition's pieces into (``Stager._keep_piece``), and
+#: so, about, of a changelog file's record batches (the last one of a partition is smaller).
 PIECE_ROWS = 1 << 16
 
 
@@ -66,6 +67,7 @@ class Stager:
         #: ``PIECE_ROWS`` rows each, then the pieces of the last few batches (``_loose``).
         self._pieces: list[list[pa.Table]] = [[] for _ in range(spec.num_partitions)]
         self._loose: list[list[pa.Table]] = [[] for _ in range(spec.num_partitions)]
+        self._loose_rows = [0] * spec.num_partitions
         #: Bytes of the rows added since the last flush (their serialized columns).
         self.nbytes = 0
 
@@ -185,9 +187,11 @@ class Stager:
         at the flush, when they are no longer in cache (issue 27)."""
         loose = self._loose[partition]
         loose.append(rows)
-        if sum(t.num_rows for t in loose) >= PIECE_ROWS:
+        self._loose_rows[partition] += rows.num_rows
+        if self._loose_rows[partition] >= PIECE_ROWS:
             self._pieces[partition].append(whole_table(pa.concat_tables(loose)))
             loose.clear()
+            self._loose_rows[partition] = 0
 
     def flush(self) -> list[ChangelogFile]:
         """Write the rows added since the last flush as one changelog file (none for no rows)
@@ -205,6 +209,7 @@ class Stager:
             return []
         self._pieces = [[] for _ in self._pieces]
         self._loose = [[] for _ in self._loose]
+        self._loose_rows = [0] * len(self._loose)
         self.nbytes = 0
         name = f"{self.write_id}-{self.sequence:09d}"
         self.sequence += 1

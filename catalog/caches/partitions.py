@@ -361,7 +361,8 @@ class PartitionCache:
         schema: pa.Schema,
         columnar: Columnar | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """The batches ``scan(store)`` yields at commit ``target``.
+        """The rows ``scan(store)`` yields at commit ``target`` (in the order ``columnar``
+        gives them where it answers: ``catalog.scans.columnar``'s is the order written).
 
         With ``columnar``, they are first computed from the changelog with Arrow alone (see
         ``read_latest``), and RocksDB is built only if it declines. Else the scan is written
@@ -401,7 +402,8 @@ class PartitionCache:
         columnar: Columnar | None = None,
         variant: str = "",
     ) -> Iterator[pa.RecordBatch]:
-        """The batches ``scan(store)`` yields at commit ``target``, kept as a scan file.
+        """The rows ``scan(store)`` yields at commit ``target`` (in ``columnar``'s order where
+        it answers, as ``read``), kept as a scan file.
 
         The first scan at a commit writes its scan file (``catalog.caches.scan_files``); later
         ones check and read that file (a crash can leave it torn, never trusted). Catching up

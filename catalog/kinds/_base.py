@@ -6,6 +6,8 @@ them, and the connector derives its creation and read options from them.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -198,8 +200,12 @@ class StoreKind:
         key_order: bool = True,
     ) -> pa.Table | StoreMustAnswer:
         """``scan`` computed from a snapshot's ``runs`` and the ``commits`` after it (in key
-        order, or in write order: ``StoreEngine.scan_columns``), or ``STORE_MUST_ANSWER``."""
-        return self.engine.scan_columns(runs, commits, params, scan, key_order=key_order)
+        order, or in write order: ``StoreEngine.scan_columns``), or ``STORE_MUST_ANSWER``.
+        An engine whose ``scan_columns`` predates ``key_order`` (a kind registered by other
+        code) is called without it: its rows come in key order, which a table read allows."""
+        if key_order or not _takes_key_order(type(self.engine)):
+            return self.engine.scan_columns(runs, commits, params, scan)
+        return self.engine.scan_columns(runs, commits, params, scan, key_order=False)
 
     def store_rows(
         self, runs: Runs, commits: list[pa.Table], params: dict[str, Any]
@@ -253,3 +259,12 @@ def segment_interval(given: dict[str, Any], default: int) -> int:
     if segment < 1:
         raise InvalidOptionError(f"option 'segmentInterval' must be at least 1 ms, got {segment}")
     return segment
+
+
+@functools.cache
+def _takes_key_order(engine: type[StoreEngine]) -> bool:
+    """Whether ``engine.scan_columns`` takes ``key_order`` (every engine of this package)."""
+    parameters = inspect.signature(engine.scan_columns).parameters
+    return "key_order" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )

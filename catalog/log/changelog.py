@@ -45,9 +45,9 @@ from stores.errors import CorruptDataError
 #: How changelog and snapshot files are written (see the module doc).
 IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 #: Rows per record batch of a changelog or snapshot file (at most). A write task's files hold
-#: batches of about 64k rows (``catalog.staging.PIECE_ROWS``), which reads take as they are
-#: (a column is joined only where a sort needs it whole). Loading a snapshot into RocksDB
-#: holds one batch at a time.
+#: the tables its partitions' pieces were joined into (``catalog.staging.PIECE_ROWS`` rows,
+#: the last smaller), which reads take as they are (a column is joined only where a sort needs
+#: it whole). Loading a snapshot into RocksDB holds one batch at a time.
 FILE_BATCH_ROWS = 1 << 20
 
 

@@ -109,3 +109,30 @@ def test_each_kind_links_an_engine_and_columns_say_when_the_store_must_answer() 
     table = pa.table({"key": [b"a", b"a"], "value": [b"1", b"2"]})
     rows = KINDS["keyvalue"].store_rows({}, [table], {})
     assert rows is not STORE_MUST_ANSWER and rows["default"][1].to_pylist() == [b"2"]
+
+
+class _OlderEngine(type(KINDS["keyvalue"].engine)):  # type: ignore[misc]
+    """An engine written before ``scan_columns`` took ``key_order``."""
+
+    def scan_columns(  # type: ignore[override]
+        self, runs: Any, commits: list[pa.Table], params: dict[str, Any], scan: Scan
+    ) -> Any:
+        return super().scan_columns(runs, commits, params, scan)
+
+
+class _Older(KeyValueKind):
+    name: ClassVar[str] = "older"
+    engine: ClassVar[StoreEngine] = _OlderEngine()
+
+
+def test_an_engine_without_key_order_serves_table_reads_in_key_order(catalog: Catalog) -> None:
+    register(_Older())
+    try:
+        table = catalog.create_store("o", "older", "string", "long", 1)
+        table.commit(table.stage(pa.array(["b", "c", "a"]), pa.array([2, 3, 1]), None))
+        assert table.to_arrow().column("key").to_pylist() == ["a", "b", "c"]
+        keyvalue = catalog.create_store("kv", "keyvalue", "string", "long", 1)
+        keyvalue.commit(keyvalue.stage(pa.array(["b", "c", "a"]), pa.array([2, 3, 1]), None))
+        assert keyvalue.to_arrow().column("key").to_pylist() == ["b", "c", "a"]  # as written
+    finally:
+        KINDS.pop("older")
