@@ -85,14 +85,16 @@ def key_runs(
     return order, first
 
 
-def distinct(keys: pa.Array | pa.ChunkedArray) -> bool:
-    """Whether no two of ``keys`` (binary) are equal, where that is cheap to tell: False also
-    for keys of over ``MAX_WORDS_BYTES``, a null, or two keys alike in a hash of their words.
+def distinct(keys: pa.Array | pa.ChunkedArray, suffix: Sequence[Suffix] = ()) -> bool:
+    """Whether no two of ``keys`` (binary) followed by their ``suffix`` fields (a window or
+    session store's key) are equal, where that is cheap to tell: False also for keys of over
+    ``MAX_WORDS_BYTES``, a null, or two keys alike in a hash of their words.
 
-    Each key's words (``_key_words``) and length are mixed into one 64-bit number, and the
-    numbers sorted, values only: a third of the cost of ``key_order``'s argsort, and distinct
-    numbers are distinct keys. A read that asks for no key order then knows that every row is
-    its key's only write (``stores.engine.last_per_key``), as in a store loaded in one go."""
+    Each key's words (``_key_words``), length and suffix are mixed into one 64-bit number, and
+    the numbers sorted, values only: a third of the cost of ``key_order``'s argsort, and
+    distinct numbers are distinct keys. A read that asks for no key order then knows that
+    every row is its key's only write (``stores.engine.last_per_key``), as in a store loaded in
+    one go."""
     keys = _binary(keys)
     n = len(keys)
     if keys.null_count or n < 2:
@@ -103,7 +105,8 @@ def distinct(keys: pa.Array | pa.ChunkedArray) -> bool:
     if longest > MAX_WORDS_BYTES:
         return False
     mixed = lengths.astype(np.uint64) * _MIX
-    for word in _key_words(keys, offsets, lengths, longest):
+    suffixes = (_unsigned(values, width) for values, width in suffix)
+    for word in (*_key_words(keys, offsets, lengths, longest), *suffixes):
         mixed ^= word
         mixed *= _MIX
     mixed.sort()

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from stores.columns.decode import ByteColumn, value_columns
 from stores.columns.encode import in_order, taken
-from stores.columns.key_sort import key_runs, run_lasts
+from stores.columns.key_sort import distinct, key_runs, run_lasts
 from stores.segments.columns import (
     TIME,
     FamilyRows,
@@ -30,7 +30,10 @@ from stores.segments.store import PREFIX_SIZE
 
 
 def _session_state(
-    commits: list[pa.Table], params: dict[str, Any], base: SegmentedBase | None
+    commits: list[pa.Table],
+    params: dict[str, Any],
+    base: SegmentedBase | None,
+    key_order: bool = True,
 ) -> SegmentedState:
     extra = ["headers"] if params.get("headers") else []
     names = ["key", "value", "session_start", "session_end", *extra]
@@ -45,9 +48,15 @@ def _session_state(
     # One sort: store key bytes (Kafka's order across segments). It is stable and a store
     # key's writes share a session end, so they stay in apply order: the last one wins.
     suffix = [(ends, 8), (starts, 8)]
-    order, first = key_runs(rows.column("key"), suffix=suffix)
+    if not key_order and distinct(rows.column("key"), suffix):
+        # Each store key written once, and no order asked for (a table read): every row is
+        # its key's last write.
+        winners = np.arange(rows.num_rows)
+    else:
+        order, first = key_runs(rows.column("key"), suffix=suffix)
+        winners = order[run_lasts(first)]
     written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
-    return SegmentedState(rows, order[run_lasts(first)], written, ends, suffix, reached, 0)
+    return SegmentedState(rows, winners, written, ends, suffix, reached, 0)
 
 
 def session_read(
@@ -61,7 +70,7 @@ def session_read(
     """What a session store built from ``commits`` (after ``base``) scans for sessions
     starting in ``[time_from, time_to]`` (None: open): key, value, session_start, session_end
     [, headers] in Kafka's order (in write order without ``key_order``)."""
-    state = _session_state(commits, params, base)
+    state = _session_state(commits, params, base, key_order)
     winners, ends, starts = state.winners, state.times, state.suffix[1][0]
     keep = state.written[winners] & (
         ends[winners] >= max(0, state.stream_time - params["retention_ms"] + 1)

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from stores.columns.decode import ByteColumn, segment_ids, value_columns
 from stores.columns.encode import in_order, taken, whole
-from stores.columns.key_sort import key_runs, run_lasts
+from stores.columns.key_sort import distinct, key_runs, run_lasts
 from stores.records import UNKNOWN_TIMESTAMP
 from stores.segments.columns import (
     TIME,
@@ -32,7 +32,10 @@ from stores.window.format import MAX_LONG, MAX_SEQNUM, SEQNUM_KEY, encode_seqnum
 
 
 def _window_state(
-    commits: list[pa.Table], params: dict[str, Any], base: SegmentedBase | None
+    commits: list[pa.Table],
+    params: dict[str, Any],
+    base: SegmentedBase | None,
+    key_order: bool = True,
 ) -> SegmentedState | None:
     timestamped, headers = bool(params.get("timestamped")), bool(params.get("headers"))
     extra = (["timestamp"] if timestamped else []) + (["headers"] if headers else [])
@@ -65,13 +68,17 @@ def _window_state(
     suffix = [(starts, 8), (seqnums, 4)]
     at = slice(None) if present is None else present
     keys = rows.column("key") if present is None else rows.column("key").take(pa.array(present))
-    order, first = key_runs(
-        keys,
-        before=[(segment_ids(starts[at], interval), False)],
-        suffix=[(field[at], width) for field, width in suffix],
-    )
-    last = run_lasts(first)
-    winners = order[last] if present is None else present[order[last]]
+    store_suffix = [(field[at], width) for field, width in suffix]
+    if not key_order and distinct(keys, store_suffix):
+        # Each store key written once, and no order asked for (a table read): every row that
+        # reaches the store is its key's last write.
+        winners = np.arange(rows.num_rows) if present is None else present
+    else:
+        order, first = key_runs(
+            keys, before=[(segment_ids(starts[at], interval), False)], suffix=store_suffix
+        )
+        last = run_lasts(first)
+        winners = order[last] if present is None else present[order[last]]
     return SegmentedState(rows, winners, written, starts, suffix, reached, last_seqnum)
 
 
@@ -87,7 +94,7 @@ def window_read(
     for windows starting in ``[time_from, time_to]`` (None: open): the kind's raw columns (key,
     value, window_start, window_end[, timestamp][, headers]) in Kafka's order (in write order
     without ``key_order``); None to decline (:mod:`stores.segments.columns`)."""
-    state = _window_state(commits, params, base)
+    state = _window_state(commits, params, base, key_order)
     if state is None:
         return None
     rows, winners, starts = state.rows, state.winners, state.times

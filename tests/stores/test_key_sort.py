@@ -140,3 +140,13 @@ def test_distinct_on_keys_alike_in_their_first_words() -> None:
     assert distinct(prefixed)
     assert not distinct(pa.concat_arrays([prefixed, prefixed.slice(5, 1)]))
     assert not distinct(pa.array([b"a", None, b"b"]))  # a null: left to the sort
+
+
+@given(st.lists(st.tuples(_KEY, st.integers(-2, 2), st.integers(0, 2)), max_size=60))
+def test_distinct_counts_a_store_key_s_suffix(rows: list[tuple[bytes, int, int]]) -> None:
+    """A window or session store's key is the record key followed by its numbers: keys may
+    repeat where the numbers differ."""
+    keys = pa.array([k for k, _, _ in rows], pa.binary())
+    suffix = [(np.array([a for _, a, _ in rows]), 8), (np.array([b for _, _, b in rows]), 4)]
+    short = all(len(k) <= MAX_WORDS_BYTES for k, _, _ in rows)
+    assert distinct(keys, suffix) == (short and len(set(rows)) == len(rows))
