@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from stores.records import ValueTimestampHeaders
+from stores.segments.ordered import upper_range
 from stores.window.format import encode_window_key, time_window_for_size
 from stores.window.store import TimestampedWindowStoreWithHeaders, WindowStore
 
@@ -29,6 +30,11 @@ QUERY_TIMES = st.integers(-5, 70)
 VALUES = st.sampled_from([None, b"", b"x", b"yy"])
 # (retention, window size, segment interval)
 CONFIGS = st.sampled_from([(20, 5, 7), (0, 0, 1), (10, 3, 100), (30, 1, 5), (12, 12, 4)])
+
+
+def _suffix(time: int, seqnum: int) -> bytes:
+    """A window store key's suffix: big-endian window start and sequence number."""
+    return time.to_bytes(8, "big", signed=True) + seqnum.to_bytes(4, "big")
 
 
 class Model:
@@ -63,11 +69,16 @@ class Model:
         actual = max(lo, self.stream_time - self.retention + 1)
         if hi < actual:
             return []
+        # Kafka scans each segment up to OrderedBytes.upperRange(keyTo, [hi][MAX_INT]), which
+        # assumes keys of at least one byte (README, "Kafka's accidents we keep"): with keys
+        # b"a" and b"a\x00", the bound of the second stops before the first's later windows.
+        last = None if key_to is None else upper_range(key_to, _suffix(hi, 0x7FFFFFFF))
         out = [
             (k, t, s, v)
             for (k, t, s), v in self.rows.items()
             if (key_from is None or k >= key_from)
             and (key_to is None or k <= key_to)
+            and (last is None or encode_window_key(k, t, s) <= last)
             and actual <= t <= hi
         ]
         out.sort(key=lambda r: (self.seg(r[1]), encode_window_key(r[0], r[1], r[2])),
@@ -84,8 +95,11 @@ class Model:
         return [(k, t, t + self.size, v) for k, t, _, v in self._select(*args)]
 
     def fetch_one(self, key: bytes, time: int) -> bytes | None:
-        found = self.fetch_key(key, time, time, False)
-        return found[0][1] if found else None
+        # Kafka's RocksDBWindowStore.fetch(key, time) reads the row of the current sequence
+        # number: with retainDuplicates, only the last put's window answers (README).
+        if time < self.stream_time - self.retention + 1:
+            return None
+        return self.rows.get((key, time, self.seqnum if self.dups else 0))
 
 
 class WindowMachine(RuleBasedStateMachine):
