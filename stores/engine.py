@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.bytes.protocol import BytesStore
-from stores.columns.encode import in_order, taken
+from stores.columns.encode import in_order, taken, whole
 from stores.columns.key_sort import distinct, key_runs, run_lasts
 from stores.query.queries import Query
 from stores.records import UNKNOWN_TIMESTAMP
@@ -216,7 +216,7 @@ def last_per_key(
     n = table.num_rows
     if n == 0:
         return table
-    keys = table.column("key")
+    keys = whole(table.column("key"))  # joined once, for distinct and the sort alike
     if not key_order and distinct(keys):
         # Every key written once (a store loaded in one go): every row is its key's last
         # write, and no order is asked for, so no row is ordered.

@@ -94,8 +94,9 @@ class SegmentedState:
     """A window or session store's state computed from columns: ``rows`` (the snapshot's and
     the commits' rows as given), the last write of each store key (``winners``, row indices in
     Kafka's scan order: segment, then store key bytes for windows; store key bytes for
-    sessions; ascending where a read asked for no key order), which rows hold a value, each row's segment time and store key suffix, the
-    stream time and the last sequence number given out."""
+    sessions; ascending where a read asked for no key order), which rows hold a value, each
+    row's segment time and store key suffix, the stream time and the last sequence number
+    given out."""
 
     rows: pa.Table
     winners: np.ndarray[Any, Any]

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.columns.decode import ByteColumn, value_columns
-from stores.columns.encode import in_order, taken
+from stores.columns.encode import in_order, taken, whole
 from stores.columns.key_sort import distinct, key_runs, run_lasts
 from stores.segments.columns import (
     TIME,
@@ -48,12 +48,13 @@ def _session_state(
     # One sort: store key bytes (Kafka's order across segments). It is stable and a store
     # key's writes share a session end, so they stay in apply order: the last one wins.
     suffix = [(ends, 8), (starts, 8)]
-    if not key_order and distinct(rows.column("key"), suffix):
+    keys = whole(rows.column("key"))  # joined once, for distinct and the sort alike
+    if not key_order and distinct(keys, suffix):
         # Each store key written once, and no order asked for (a table read): every row is
         # its key's last write.
         winners = np.arange(rows.num_rows)
     else:
-        order, first = key_runs(rows.column("key"), suffix=suffix)
+        order, first = key_runs(keys, suffix=suffix)
         winners = order[run_lasts(first)]
     written = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
     return SegmentedState(rows, winners, written, ends, suffix, reached, 0)

@@ -68,6 +68,7 @@ def _window_state(
     suffix = [(starts, 8), (seqnums, 4)]
     at = slice(None) if present is None else present
     keys = rows.column("key") if present is None else rows.column("key").take(pa.array(present))
+    keys = whole(keys)  # joined once, for distinct and the sort alike
     store_suffix = [(field[at], width) for field, width in suffix]
     if not key_order and distinct(keys, store_suffix):
         # Each store key written once, and no order asked for (a table read): every row that
