@@ -64,6 +64,13 @@ def spark_env() -> dict[str, str]:
     return dict(os.environ)
 
 
+@pytest.fixture(scope="module")
+def module_spark_env() -> dict[str, str]:
+    """``spark_env`` for a module-scoped fixture (a Spark job that several tests share)."""
+    spark_environment()
+    return dict(os.environ)
+
+
 @pytest.fixture
 def warehouse(tmp_path: Path) -> str:
     """A fresh warehouse root (a local directory)."""

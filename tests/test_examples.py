@@ -11,31 +11,25 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-#: Examples that need servers run beside them: ``kafka_streams.py`` in tests/kafka/test_example.py
-#: (the test broker, and a real application started on what it writes).
-WITH_SERVERS = ("kafka_streams.py",)
+#: Examples run by other tests: ``kafka_streams.py`` needs servers beside it
+#: (tests/kafka/test_example.py: the test broker, and a real application started on what it
+#: writes); ``quickstart.py`` is the README's first command, run as the README gives it, then
+#: the suite from where it left its store (tests/test_working_directory.py).
+ELSEWHERE = ("kafka_streams.py", "quickstart.py")
 
 
 @pytest.mark.parametrize(
     "script",
-    [p for p in sorted(EXAMPLES.glob("*.py")) if p.name not in WITH_SERVERS],
+    [p for p in sorted(EXAMPLES.glob("*.py")) if p.name not in ELSEWHERE],
     ids=lambda p: p.name,
 )
 def test_example_runs(script: Path, tmp_path: Path, spark_env: dict[str, str]) -> None:
     env = {**spark_env, "STATE_STORE_ROOT": str(tmp_path / "warehouse")}
     result = subprocess.run(
-        [sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
+        [sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
+        timeout=600, check=False,
     )
     assert result.returncode == 0, result.stderr[-5000:]
-    if script.name == "quickstart.py":
-        out = result.stdout
-        assert "Latest rates:" in out and "Rates as of 2024-05-01 10:30 UTC:" in out
-        latest, rest = out.split("Rates as of")
-        as_of, sql = rest.split("through a SQL view:")
-        assert "1.0698" in latest and "1.2511" in latest and "0.00641" in latest
-        assert "1.0735" in as_of and "1.248" in as_of and "1.0698" not in as_of
-        assert "EUR|1.0698" in sql and "JPY" not in sql
-        assert (tmp_path / "warehouse" / "rates" / "commits" / f"{1:020d}.json").exists()
     if script.name == "streaming.py":
         out = result.stdout
         running, rest = out.split("After more views arrived:")

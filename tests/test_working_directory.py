@@ -1,6 +1,7 @@
-"""The README's two commands in order: the quickstart leaves ``./state-warehouse`` where it
-ran, and the suite run from there still passes, since no test reads or writes the working
-directory (``conftest.outside_the_checkout``)."""
+"""The README's two commands in order: the quickstart prints what it promises and leaves
+``./state-warehouse`` where it ran, and the suite run from there still passes, since no test
+reads or writes the working directory (``conftest.outside_the_checkout``). (The other examples
+run in ``test_examples.py``.)"""
 
 from __future__ import annotations
 
@@ -18,17 +19,24 @@ def test_tests_run_where_the_quickstart_left_its_store(
     env = {k: v for k, v in spark_env.items() if k != "STATE_STORE_ROOT"}
     quickstart = subprocess.run(
         [sys.executable, str(REPO / "examples" / "quickstart.py")],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert quickstart.returncode == 0, quickstart.stderr[-5000:]
+    out = quickstart.stdout
+    assert "Latest rates:" in out and "Rates as of 2024-05-01 10:30 UTC:" in out
+    latest, rest = out.split("Rates as of")
+    as_of, sql = rest.split("through a SQL view:")
+    assert "1.0698" in latest and "1.2511" in latest and "0.00641" in latest
+    assert "1.0735" in as_of and "1.248" in as_of and "1.0698" not in as_of
+    assert "EUR|1.0698" in sql and "JPY" not in sql
     assert (tmp_path / "state-warehouse" / "rates" / "commits" / f"{1:020d}.json").exists()
     before = sorted(p.name for p in tmp_path.iterdir())
 
     suite = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0",
          str(REPO / "tests" / "datasource" / "test_root.py")],
         env={**env, "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])},
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert suite.returncode == 0, suite.stdout[-5000:] + suite.stderr[-2000:]
     assert "1 passed" in suite.stdout

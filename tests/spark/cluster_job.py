@@ -1,8 +1,9 @@
 """Run by test_cluster.py in its own process: a local-cluster with two executor processes.
 
 Writes a store from executors, then reads it in tasks on both executors, each of which has its
-own local directory and so builds its own partition caches from the durable files. Prints one
-JSON line with what it saw.
+own local directory and so builds its own partition caches from the durable files; then runs an
+as-of join whose lookups run on the executors. Prints one JSON line with what it saw (one
+local-cluster for both: each costs three JVMs).
 """
 
 from __future__ import annotations
@@ -72,9 +73,28 @@ def main(root: str) -> None:
         for partition_result in result.get_partition_results().values()
         for _, value in partition_result.get_result()
     )
+    # An as-of join whose lookups run on executors of their own: each builds the caches it
+    # reads from the warehouse; nothing but the root comes from the driver.
+    from datasource.asof import asof_join
+
+    prices = [(f"k{i % 20:02d}", float(i), 1_000 * (i // 20)) for i in range(100)]
+    (
+        spark.createDataFrame(prices, "key string, value double, timestamp bigint").repartition(3)
+        .write.format("state_store").option("root", root).option("store", "prices")
+        .option("kind", "versioned").option("historyRetention", "1 day")
+        .option("numPartitions", "4").mode("append").save()
+    )  # fmt: skip
+    events = spark.createDataFrame(
+        [(i, f"k{i % 25:02d}", 250 * i) for i in range(100)], "id int, key string, timestamp bigint"
+    ).repartition(4)
+    joined = asof_join(events, "prices", root=root)
+    join_pids = joined.rdd.map(lambda _: os.getpid()).distinct().collect()
+    joined_rows = [(r.id, r.value) for r in joined.orderBy("id").collect()]
     print(
         json.dumps(
             {
+                "join_rows": joined_rows,
+                "join_pids": sorted(join_pids),
                 "session_values": sorted(r.value for r in session_rows),
                 "session_traces_match": all(r.trace == bytearray([r.value]) for r in session_rows),
                 "u3_via_iq": u3,
