@@ -328,3 +328,79 @@ def test_one_commit_with_tombstones_is_computed_from_columns(tmp_path: Path) -> 
         assert len(keys) == 4  # a's row in segment 0 and latest, b's row in segment 1 and latest
     finally:
         db.close()
+
+
+# Keys written once each (a store loaded in one go): the latest read in write order takes no
+# sort at all (``_latest_written_once``). Late records, tombstones and retentions still apply.
+_ONCE_KEYS = [b"", b"a", b"ab", b"b", b"\xff", b"k" * 20, b"k" * 21, b"z1", b"z2", b"zz"]
+_once_records = st.lists(
+    st.tuples(st.sampled_from(_ONCE_KEYS), st.sampled_from([None, b"", b"x"]), st.integers(0, 60)),
+    unique_by=lambda r: r[0],
+    max_size=len(_ONCE_KEYS),
+)
+
+
+def _cut(records: list[Record], cuts: list[int]) -> list[list[Record]]:
+    """``records`` cut into commits at ``cuts`` (positions, any order)."""
+    bounds = [0, *sorted(c % (len(records) + 1) for c in cuts), len(records)]
+    return [records[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@given(
+    config=st.sampled_from(CONFIGS),
+    records=_once_records,
+    cuts=st.lists(st.integers(0, 20), max_size=4),
+    split=st.integers(0, 10),
+)
+def test_keys_written_once_are_read_in_write_order_without_a_sort(
+    tmp_path_factory: pytest.TempPathFactory,
+    config: tuple[int, int],
+    records: list[Record],
+    cuts: list[int],
+    split: int,
+) -> None:
+    """The latest of each key, in the order written, is the store's latest scan (Kafka's
+    RocksDBVersionedStore: grace by stream time, a tombstone deletes), whether the records come
+    as commits or partly as a snapshot's state; and no key sort or history is computed."""
+    from stores.versioned import columns
+
+    retention, interval = config
+    params = {"history_retention_ms": retention, "segment_interval_ms": interval}
+    split %= len(records) + 1
+    before, after = _cut(records[:split], cuts), _cut(records[split:], cuts[::-1])
+    path = tmp_path_factory.mktemp(f"v{next(_COUNTER)}")
+    db = RocksDBBytesStore(str(path), VERSIONED.column_families(params))
+    store = VERSIONED.open(db, params)
+    try:
+        for commit in before:
+            VERSIONED.apply(store, _table(commit), params)
+        base = None
+        if split:
+            db.commit()
+            base = snapshot_records(_dumped_runs(db, params))
+            assert base is not None
+        for commit in after:
+            VERSIONED.apply(store, _table(commit), params)
+        expected = [row for b in VERSIONED.scan(store, Scan(), params) for row in b.to_pylist()]
+    finally:
+        db.close()
+    if base is not None and base.implied:
+        return  # (the snapshot's implied tombstones take the general path)
+    written = [*(base.records.column("key").to_pylist() if base else []),
+               *(r[0] for c in after for r in c)]  # fmt: skip
+    if base is None:
+        after = before + after
+        written = [r[0] for c in after for r in c]
+    expected.sort(key=lambda row: written.index(row["key"]))
+
+    def no_history(*args: object) -> None:
+        raise AssertionError("keys written once took the general path")
+
+    with pytest.MonkeyPatch.context() as patch:
+        if len(written) >= 2:
+            patch.setattr(columns, "_ideal", no_history)
+        computed = versioned_read(
+            [_table(c) for c in after], retention, interval, base=base, key_order=False
+        )
+    assert computed is not None
+    assert computed.to_pylist() == expected
