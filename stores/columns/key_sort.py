@@ -87,8 +87,9 @@ def key_runs(
 
 def distinct(keys: pa.Array | pa.ChunkedArray, suffix: Sequence[Suffix] = ()) -> bool:
     """Whether no two of ``keys`` (binary) followed by their ``suffix`` fields (a window or
-    session store's key) are equal, where that is cheap to tell: False also for keys of over
-    ``MAX_WORDS_BYTES``, a null, or two keys alike in a hash of their words.
+    session store's key) are equal, where that is cheap to tell: False also for a null, and,
+    among two or more keys, for one of over ``MAX_WORDS_BYTES`` or two alike in a hash of
+    their words (a single key is distinct, whatever its length).
 
     Each key's words (``_key_words``), length and suffix are mixed into one 64-bit number, and
     the numbers sorted, values only: a third of the cost of ``key_order``'s argsort, and
