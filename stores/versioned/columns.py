@@ -102,11 +102,12 @@ def versioned_read(
     records need the store itself (see the module doc). ``base``: a snapshot's records and
     stream time (``snapshot_records``), the state the commits apply to.
     """
+    records = _records(commits, base)
     if not key_order and as_of is None and not all_versions:
-        once = _latest_written_once(commits, retention, base)
+        once = _latest_written_once(records, retention)
         if once is not None:
             return once
-    ideal = _ideal(commits, retention, base)
+    ideal = _ideal(records, retention)
     if ideal is None:
         return None
     if ideal.rows.num_rows == 0:
@@ -152,9 +153,7 @@ def versioned_read(
     )
 
 
-def _latest_written_once(
-    commits: list[pa.Table], retention: int, base: Base | None
-) -> pa.Table | None:
+def _latest_written_once(records: _Records, retention: int) -> pa.Table | None:
     """``versioned_read``'s latest versions in write order where no key has two records (a
     store loaded in one go, or keys that are never updated); None otherwise.
 
@@ -164,23 +163,21 @@ def _latest_written_once(
     accepted exactly when its time is at least the earlier commits' stream time minus the
     retention. No sort by key or time is needed (issue 27: at 2M rows a partition, those sorts
     were most of a first read and grew faster than the rows)."""
-    prior, stream_time, implied = base or Base(_WIDE.empty_table(), NO_TIMESTAMP, 0)
-    tables = [prior.cast(_WIDE), *(t.select(_WIDE.names).cast(_WIDE) for t in commits)]
-    rows = pa.concat_tables(tables)
-    if implied or rows.num_rows < 2 or not distinct(rows.column("key")):
+    rows, stamps = records.rows, records.stamps
+    if records.implied or rows.num_rows < 2 or not distinct(rows.column("key")):
         return None
-    stamps = rows.column("timestamp").to_numpy()
-    keep = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
-    start = prior.num_rows  # the snapshot's records: applied already, all accepted
-    if start:
-        stream_time = max(stream_time, int(stamps[:start].max()))
-    for table in tables[1:]:
-        if table.num_rows:
-            part = stamps[start : start + table.num_rows]
+    keep = records.puts.copy()
+    start = records.sizes[0]  # the snapshot's records: applied already, all accepted
+    stream_time = (
+        max(records.start_time, int(stamps[:start].max())) if start else records.start_time
+    )
+    for size in records.sizes[1:]:
+        if size:
+            part = stamps[start : start + size]
             if stream_time - retention > int(part.min()):
-                keep[start : start + table.num_rows] &= part >= stream_time - retention
+                keep[start : start + size] &= part >= stream_time - retention
             stream_time = max(stream_time, int(part.max()))
-            start += table.num_rows
+            start += size
     at = np.flatnonzero(keep)
     chosen = taken(rows.select(["key", "value"]), at)  # (no copy when every row is kept)
     return pa.table(
@@ -211,22 +208,41 @@ class _Ideal(NamedTuple):
     in_order: bool
 
 
-def _ideal(commits: list[pa.Table], retention: int, base: Base | None) -> _Ideal | None:
-    """``_Ideal`` of ``commits`` after ``base``; None where Kafka departs from it."""
+class _Records(NamedTuple):
+    """A snapshot's records (``Base``) then the commits' rows, as given (``rows``, ``_WIDE``),
+    with each part's row count (``sizes``: the snapshot's first), their times, whether each
+    holds a value, the snapshot's stream time and its implied tombstones' count."""
+
+    rows: pa.Table
+    sizes: list[int]
+    stamps: _Ints
+    puts: _Ints
+    start_time: int
+    implied: int
+
+
+def _records(commits: list[pa.Table], base: Base | None) -> _Records:
+    """``_Records`` of ``commits`` after ``base``."""
     prior, start_time, implied = base or Base(_WIDE.empty_table(), NO_TIMESTAMP, 0)
     tables = [prior.cast(_WIDE), *(t.select(_WIDE.names).cast(_WIDE) for t in commits)]
     # As given (apply order is an index), a changelog file's batches as they are: the reads
     # take or filter their rows, copying only those (``taken``).
     rows = pa.concat_tables(tables)
+    stamps = rows.column("timestamp").to_numpy()
+    puts = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
+    return _Records(rows, [len(t) for t in tables], stamps, puts, start_time, implied)
+
+
+def _ideal(records: _Records, retention: int) -> _Ideal | None:
+    """``_Ideal`` of ``records``; None where Kafka departs from it."""
+    rows, stamps, puts, start_time = records.rows, records.stamps, records.puts, records.start_time
     n = rows.num_rows
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return _Ideal(
             rows, empty.astype(bool), start_time, empty, empty, empty, empty.astype(bool), True
         )
-    stamps = rows.column("timestamp").to_numpy()
-    puts = pc.is_valid(rows.column("value")).to_numpy(zero_copy_only=False)
-    applied = _apply_order(stamps, puts, [len(t) for t in tables])
+    applied = _apply_order(stamps, puts, records.sizes)
     # Stream time before each record of the tail: the snapshot's, raised by each record.
     in_order = stamps[applied]
     reached = np.maximum.accumulate(np.maximum(in_order, start_time))
@@ -235,9 +251,10 @@ def _ideal(commits: list[pa.Table], retention: int, base: Base | None) -> _Ideal
     before[1:] = reached[:-1]
     stream_time = int(reached[-1])
     accepted_in_order = in_order >= before - retention
-    accepted_in_order[: prior.num_rows] = True  # the snapshot's state, applied already
+    prior = records.sizes[0]
+    accepted_in_order[:prior] = True  # the snapshot's state, applied already
     history = _history(
-        rows.column("key"), stamps, puts, applied[accepted_in_order], implied, prior.num_rows
+        rows.column("key"), stamps, puts, applied[accepted_in_order], records.implied, prior
     )
     if history is None:
         return None
@@ -276,7 +293,7 @@ def versioned_rows(
     """
     if any(len(t) and pc.min(t.column("timestamp")).as_py() < 0 for t in commits):
         return None
-    ideal = _ideal(commits, retention, base)
+    ideal = _ideal(_records(commits, base), retention)
     if ideal is None:
         return None
     is_put = ideal.puts[ideal.rows_of]
