@@ -26,11 +26,14 @@ read once per worker, answered by binary search), or by key-ordered RocksDB look
 each key's rows once per chunk (``VersionedKeyValueStore.as_of_columns``); ``method`` picks,
 by default from the partition's rows and the events asking about it. Spark objects hold only
 picklable configuration (the warehouse URL, the store's spec, the commit, the row counts), so
-the join runs on any cluster whose executors reach the warehouse.
+the join runs on any cluster whose executors reach the warehouse. Spark 4.0 has no Arrow UDF
+(``datasource.spark_features``): there ``mapInArrow`` carries all the events' columns to Python
+and back, with the same answers.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -38,6 +41,7 @@ import pyarrow as pa
 
 from catalog.catalog import Catalog, StoreTable
 from datasource.asof_lookup import ADDED, METHODS, AsOfLookup
+from datasource.spark_features import arrow_udf
 from stores.errors import InvalidOptionError
 from stores.types import describe
 
@@ -91,7 +95,6 @@ def asof_join(
             (COLUMN_EXISTS); ``method`` is not one of the above (ASOF_METHOD).
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.functions import arrow_udf
     from pyspark.sql.types import StructField, StructType, TimestampType
 
     if method not in METHODS:
@@ -159,6 +162,10 @@ def asof_join(
         method, _partition_rows(table, snapshot) if method == "auto" else (),
     )  # fmt: skip
 
+    make_udf = arrow_udf()
+    if make_udf is None:  # Spark 4.0
+        return _joined_by_batches(events, lookup, (key, timestamp), added, answers)
+
     # An Arrow UDF of the key and time columns (an iterator of batches: one per task): only
     # they cross to Python and only the answers come back; Spark keeps the other columns,
     # and each event's place, in the JVM.
@@ -170,11 +177,46 @@ def asof_join(
         found += "_"
     quoted = ("`" + name.replace("`", "``") + "`" for name in (key, timestamp))
     # (pyspark's stubs type the iterator form only with functionType=, which warns.)
-    udf = arrow_udf(as_of, answers)  # type: ignore[call-overload]
+    udf = make_udf(as_of, answers)
     answered = events.withColumn(found, udf(*quoted))
     return answered.withColumns(
         {name: F.col(found).getField(field) for name, field in zip(added, ADDED)}
     ).drop(found)
+
+
+def _joined_by_batches(
+    events: DataFrame,
+    lookup: AsOfLookup,
+    asked: tuple[str, str],
+    added: tuple[str, str, str],
+    answers: StructType,
+) -> DataFrame:
+    """The join on a Spark without ``arrow_udf`` (4.0): ``mapInArrow`` sends every column of
+    the events to Python and back, in order, with the answers appended (the same answers;
+    the other columns' round trip is the cost)."""
+    from pyspark.sql.types import StructField, StructType
+
+    names = events.columns
+    key_at, time_at = names.index(asked[0]), names.index(asked[1])
+    schema = StructType(
+        [*events.schema.fields, *(StructField(n, f.dataType) for n, f in zip(added, answers))]
+    )
+
+    def join(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        held: deque[pa.RecordBatch] = deque()
+
+        def asked_columns() -> Iterator[tuple[pa.Array, pa.Array]]:
+            for batch in batches:
+                held.append(batch)  # answered in order, after its chunk
+                yield batch.column(key_at), batch.column(time_at)
+
+        for answer in lookup.columns(asked_columns()):
+            batch = held.popleft()
+            yield pa.RecordBatch.from_arrays(
+                [*batch.columns, *answer.flatten()], names=[*batch.schema.names, *added]
+            )
+
+    return events.mapInArrow(join, schema)
 
 
 def _partition_rows(table: StoreTable, snapshot: int) -> tuple[int, ...]:

@@ -23,8 +23,8 @@ Spark 4.3 and older keep the reader planned by a pushdown on the data source obj
 scan of one DataFrame shares: after ``df.where("key = 'a'").collect()``, ``df.count()`` reuses
 the pruned reader and counts one row. Pushdown is therefore used only where Spark keeps that
 state per scan (``spark_scopes_pushdown``: the releases with ``DataSourceReader.pushLimit``,
-which came with the fix: SPARK-58551, apache/spark#57752, for 5.0); elsewhere Spark applies every
-filter itself and results stay right. ``tests/datasource/test_pushdown_planner.py`` runs Spark's
+which came with the fix: SPARK-58551, apache/spark#57752, after 4.3: 4.4.0 in master's docs);
+elsewhere Spark applies every filter itself and results stay right. ``tests/datasource/test_pushdown_planner.py`` runs Spark's
 own pushdown worker as such a release would, per scan, so this path is exercised on 4.3 too.
 """
 
@@ -34,39 +34,34 @@ import datetime as dt
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import (
-    DataSourceReader,
-    EqualNullSafe,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNotNull,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-)
-
 from catalog.partitioner import DEFAULT_PARTITIONER, partitions_of
 from stores.serdes import serde_for
+from datasource.spark_features import PUSHDOWN_PER_SCAN
 from stores.types import TypeJson
+
+if TYPE_CHECKING:
+    # Spark 4.1's (SPARK-51146): imported where filters arrive, so 4.0, which has none, loads
+    # this module.
+    from pyspark.sql.datasource import Filter
 
 _PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
 
+
 def spark_scopes_pushdown() -> bool:
     """Whether this Spark keeps a pushdown's planned reader per scan (see module doc)."""
-    return hasattr(DataSourceReader, "pushLimit")
+    return PUSHDOWN_PER_SCAN.available
 
+
+#: Spark's comparison filters (by class name: the classes exist from Spark 4.1 on).
 _COMPARISONS = {
-    GreaterThan: "greater",
-    GreaterThanOrEqual: "greater_equal",
-    LessThan: "less",
-    LessThanOrEqual: "less_equal",
+    "GreaterThan": "greater",
+    "GreaterThanOrEqual": "greater_equal",
+    "LessThan": "less",
+    "LessThanOrEqual": "less_equal",
 }
 
 # Key types whose equality is byte equality of the serialized key (so the partitioner can
@@ -160,6 +155,8 @@ def _sort_key(value: Any) -> tuple[str, Any]:
 
 
 def _predicate(f: Filter, schema: pa.Schema, key_type: TypeJson) -> Predicate | None:
+    from pyspark.sql.datasource import EqualNullSafe, EqualTo, In, IsNotNull, IsNull
+
     attribute: tuple[str, ...] = getattr(f, "attribute", ())  # Not(...) has a child instead
     if len(attribute) != 1 or attribute[0] not in schema.names:
         return None
@@ -183,7 +180,7 @@ def _predicate(f: Filter, schema: pa.Schema, key_type: TypeJson) -> Predicate | 
         if value is None or not _convertible((value,), arrow_type):
             return None
         return Predicate(column, "in" if is_key else "equal", (value,))
-    op = _COMPARISONS.get(type(f))
+    op = _COMPARISONS.get(type(f).__name__)
     if op is None or value is None or not _convertible((value,), arrow_type):
         return None
     return Predicate(column, op, (value,))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from catalog.catalog import DEFAULT_ROOT, Catalog, StoreTable
 from catalog.kinds import OPTION_NAMES, Scan
@@ -19,6 +20,9 @@ from datasource.pushdown import Pushdown, take_filters
 #: The environment variable that names the default warehouse.
 ROOT_ENV = "STATE_STORE_ROOT"
 from stores.errors import InvalidOptionError, StoreNotFoundError
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import Filter  # Spark 4.1 on (datasource.spark_features)
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
-    DataSourceStreamArrowWriter,
     DataSourceStreamReader,
 )
 from pyspark.sql.types import StructType
 
 from datasource.errors import surface_errors
+from datasource.spark_features import StreamArrowWriter
 
 if TYPE_CHECKING:
     from datasource.options import StoreOptions
@@ -135,7 +135,7 @@ class DefaultSource(DataSource):
 
         return StoreStreamReader(self.options)
 
-    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
+    def streamWriter(self, schema: StructType, overwrite: bool) -> StreamArrowWriter:
         from datasource.options import StoreOptions
         from datasource.stream_writer import StateStoreStreamWriter
 

@@ -96,7 +96,6 @@ def register_sql(spark: SparkSession, *, root: str | None = None) -> None:
             ``./state-warehouse``; resolved here, on the driver, and fixed for the functions.
     """
     from pyspark.sql.functions import udtf
-    from pyspark.sql.udtf import UserDefinedTableFunction
 
     resolved = Catalog(root).root
 
@@ -121,9 +120,9 @@ def register_sql(spark: SparkSession, *, root: str | None = None) -> None:
             return _AsofJoin.pin(resolved, events, store, key, timestamp, prefix)
 
     for name, handler in ((GET, StateStoreGet), (ASOF_JOIN, StateStoreAsofJoin)):
+        # A classic UserDefinedTableFunction, or Spark Connect's class of the same name.
         function = udtf(handler, useArrow=False)
-        assert isinstance(function, UserDefinedTableFunction)
-        spark.udtf.register(name, function)
+        spark.udtf.register(name, function)  # type: ignore[arg-type]
 
 
 # -- what analysis hands the tasks ----------------------------------------------------------

@@ -24,6 +24,11 @@ rows commits wrote) or ``maxCommitsPerTrigger``; a micro-batch always takes at l
 ``Trigger.AvailableNow`` reads up to the commit that was latest when the query started. A range
 that crosses a schema overwrite is refused (SCHEMA_CHANGED).
 
+Spark 4.0 and 4.1 have no admission control for Python sources (``ReadLimit`` came in 4.2,
+``datasource.spark_features``): there each micro-batch reads every new commit, Spark's own
+wrapper gives ``Trigger.AvailableNow`` the commit latest at the start, and the two options are
+refused (SPARK_TOO_OLD).
+
 Errors: Spark 4.3's streaming source runner (``pyspark.sql.streaming
 .python_streaming_source_runner``) builds the reader inside ``try: ... finally: reader.stop()``,
 so an error raised while the reader is built is replaced by an ``UnboundLocalError`` and shows
@@ -39,21 +44,26 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from typing import TYPE_CHECKING
+
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxFiles,
-    ReadMaxRows,
-    SupportsTriggerAvailableNow,
-)
 
 from catalog.catalog import Catalog, StoreTable
 from catalog.log.spec import StoreSpec
 from catalog.operations.change_feed import CHANGE_COLUMNS, partition_changes
 from datasource.errors import surface_errors
 from datasource.options import COMMIT_OPTIONS, StoreOptions
+from datasource.spark_features import ADMISSION_CONTROL
 from stores.errors import InvalidOptionError
+
+if TYPE_CHECKING or ADMISSION_CONTROL.available:
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxFiles,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
 
 #: The change types that are rows as the store holds them after their commit.
 POST_IMAGES = pa.array(["insert", "update_postimage"])
@@ -98,6 +108,12 @@ def plan_stream(raw: Mapping[str, str]) -> StreamPlan:
 
     options = StoreOptions.parse(raw)
     _refuse_batch_options(options)
+    for name, value in (
+        ("maxRowsPerTrigger", options.max_rows_per_trigger),
+        ("maxCommitsPerTrigger", options.max_commits_per_trigger),
+    ):
+        if value is not None:
+            ADMISSION_CONTROL.require(f"option {name!r}")
     table = load_table(options)
     check_creation_options(options, table)
     latest = table.log.latest_id()
@@ -160,8 +176,7 @@ def _refuse_batch_options(options: StoreOptions) -> None:
         )
 
 
-@surface_errors
-class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class _StoreStreamReader(DataSourceStreamReader):
     """See module doc. Holds only picklable configuration (the raw options, then the plan)."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
@@ -180,32 +195,6 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:  # type: ignore[type-arg]
         return {"version": self._planned().initial}
-
-    def getDefaultReadLimit(self) -> ReadLimit:
-        plan = self._planned()
-        if plan.max_rows is not None:
-            return ReadMaxRows(plan.max_rows)
-        if plan.max_commits is not None:
-            return ReadMaxFiles(plan.max_commits)  # a commit counts as one "file"
-        return ReadAllAvailable()
-
-    def prepareForTriggerAvailableNow(self) -> None:
-        self.target = self._table().log.latest_id()
-
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # type: ignore[type-arg]
-        log = self._table().log
-        first = int(start["version"])
-        last = log.latest_id() if self.target is None else min(self.target, log.latest_id())
-        if isinstance(limit, ReadMaxFiles):
-            last = min(last, first + max(limit.max_files, 1))
-        elif isinstance(limit, ReadMaxRows):
-            rows = 0
-            for commit_id in range(first + 1, last + 1):
-                rows += int(log.read(commit_id).summary.get("rows", 0))
-                if rows > limit.max_rows and commit_id > first + 1:
-                    last = commit_id - 1
-                    break
-        return {"version": max(first, last)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:  # type: ignore[type-arg]
         plan = self._planned()
@@ -241,6 +230,49 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:  # type: ignore[type-arg]
         pass  # commits are immutable: nothing to release
+
+
+if TYPE_CHECKING or ADMISSION_CONTROL.available:
+
+    @surface_errors
+    class StoreStreamReader(_StoreStreamReader, SupportsTriggerAvailableNow):
+        """A store's stream with admission control (Spark 4.2 on)."""
+
+        def getDefaultReadLimit(self) -> ReadLimit:
+            plan = self._planned()
+            if plan.max_rows is not None:
+                return ReadMaxRows(plan.max_rows)
+            if plan.max_commits is not None:
+                return ReadMaxFiles(plan.max_commits)  # a commit counts as one "file"
+            return ReadAllAvailable()
+
+        def prepareForTriggerAvailableNow(self) -> None:
+            self.target = self._table().log.latest_id()
+
+        def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # type: ignore[type-arg]
+            log = self._table().log
+            first = int(start["version"])
+            last = log.latest_id() if self.target is None else min(self.target, log.latest_id())
+            if isinstance(limit, ReadMaxFiles):
+                last = min(last, first + max(limit.max_files, 1))
+            elif isinstance(limit, ReadMaxRows):
+                rows = 0
+                for commit_id in range(first + 1, last + 1):
+                    rows += int(log.read(commit_id).summary.get("rows", 0))
+                    if rows > limit.max_rows and commit_id > first + 1:
+                        last = commit_id - 1
+                        break
+            return {"version": max(first, last)}
+
+else:
+
+    @surface_errors
+    class StoreStreamReader(_StoreStreamReader):  # type: ignore[no-redef]
+        """A store's stream on Spark 4.0 and 4.1: each micro-batch reads every new commit."""
+
+        def latestOffset(self) -> dict:  # type: ignore[type-arg]
+            self._planned()  # the options are checked by the first hook, whichever it is
+            return {"version": self._table().log.latest_id()}
 
 
 def post_images(

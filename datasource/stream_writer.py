@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from catalog.catalog import Catalog, StoreTable
@@ -32,6 +32,7 @@ from catalog.log.records import Txn
 from catalog.log.spec import StoreSpec
 from datasource.errors import surface_errors
 from datasource.options import StoreOptions
+from datasource.spark_features import StreamArrowWriter
 from datasource.writer import StagedFiles, StateStoreWriter
 from stores.errors import CommitConflictError, InvalidOptionError, StateStoreError
 
@@ -52,7 +53,7 @@ def _write_id(query_id: str, batch_id: int) -> str:
 
 
 @surface_errors
-class StateStoreStreamWriter(DataSourceStreamArrowWriter):
+class StateStoreStreamWriter(StreamArrowWriter):
     """A micro-batch writer over ``StateStoreWriter`` (see module doc)."""
 
     def __init__(self, inner: StateStoreWriter, app_id: str | None) -> None:

@@ -1,0 +1,164 @@
+"""The README's features through Spark Connect (``SparkSession.builder.remote("local[2]")``).
+
+Serverless and shared clusters speak Spark Connect: the client has no ``SparkContext`` and the
+data source, the UDFs and ``foreachBatch`` run in the server's Python workers. This module
+starts its own local Connect server (one per process, and not beside a classic session), so
+the suite runs it in a subprocess of its own per Spark line (``tests/lines``); its name keeps
+pytest from collecting it with the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import spark_environment
+
+UTC = dt.timezone.utc
+RATES = [
+    ("EUR", 1.0712, dt.datetime(2024, 5, 1, 9, 0, tzinfo=UTC)),
+    ("EUR", 1.0735, dt.datetime(2024, 5, 1, 10, 0, tzinfo=UTC)),
+    ("EUR", 1.0698, dt.datetime(2024, 5, 1, 11, 0, tzinfo=UTC)),
+    ("GBP", 1.2480, dt.datetime(2024, 5, 1, 9, 30, tzinfo=UTC)),
+]
+
+
+@pytest.fixture(scope="module")
+def connect() -> Iterator[Any]:
+    """A Spark Connect client of a local Connect server (started in this process)."""
+    spark_environment()
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.remote("local[2]")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    assert not hasattr(session, "_jsc")  # a Connect client, no JVM here
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> str:
+    return str(tmp_path / "warehouse")
+
+
+def _rates(connect: Any, root: str, name: str = "rates") -> None:
+    frame = connect.createDataFrame(RATES, "key string, value double, timestamp timestamp")
+    (
+        frame.write.format("state_store").option("root", root).option("kind", "versioned")
+        .option("historyRetention", "30 days").option("numPartitions", "2")
+        .mode("append").save(name)
+    )  # fmt: skip
+
+
+def test_write_then_read_latest_as_of_and_history(connect: Any, root: str) -> None:
+    _rates(connect, root)
+    read = connect.read.format("state_store").option("root", root)
+    latest = {r["key"]: r["value"] for r in read.load("rates").collect()}
+    assert latest == {"EUR": 1.0698, "GBP": 1.2480}
+    as_of = read.option("asOfTimestamp", "2024-05-01T10:30:00Z").load("rates").collect()
+    assert {r["key"]: r["value"] for r in as_of} == {"EUR": 1.0735, "GBP": 1.2480}
+    history = read.option("readHistory", "true").load("rates").collect()
+    assert [(r["version"], r["operation"]) for r in history] == [(1, "create")]
+
+
+def test_sql_view_and_a_coded_error(connect: Any, root: str) -> None:
+    _rates(connect, root)
+    connect.sql(
+        f"CREATE OR REPLACE TEMPORARY VIEW rates_then USING state_store OPTIONS (store 'rates', "
+        f"root '{root}', asOfTimestamp '2024-05-01T09:45:00Z')"
+    )
+    rows = connect.sql("SELECT key, value FROM rates_then ORDER BY key").collect()
+    assert [(r["key"], r["value"]) for r in rows] == [("EUR", 1.0712), ("GBP", 1.2480)]
+    with pytest.raises(Exception, match=r"\[STORE_NOT_FOUND\].*'nowhere'"):
+        connect.read.format("state_store").option("root", root).load("nowhere").collect()
+
+
+def test_asof_join(connect: Any, root: str) -> None:
+    from datasource import asof_join
+
+    _rates(connect, root)
+    orders = connect.createDataFrame(
+        [("o1", "EUR", dt.datetime(2024, 5, 1, 10, 30, tzinfo=UTC)),
+         ("o2", "GBP", dt.datetime(2024, 5, 1, 9, 0, tzinfo=UTC))],
+        "id string, currency string, placed_at timestamp",
+    )  # fmt: skip
+    priced = asof_join(orders, "rates", key="currency", timestamp="placed_at", root=root,
+                       prefix="rate_")  # fmt: skip
+    got = {r["id"]: (r["rate_value"], r["rate_valid_from"]) for r in priced.collect()}
+    assert got["o1"][0] == 1.0735 and got["o2"] == (None, None)
+
+
+def test_sql_lookups(connect: Any, root: str) -> None:
+    from datasource import register_sql
+
+    _rates(connect, root)
+    register_sql(connect, root=root)
+    got = connect.sql("SELECT value FROM state_store_get('rates', 'EUR')").collect()
+    assert [r["value"] for r in got] == [1.0698]
+    connect.createDataFrame(
+        [("o1", "EUR", dt.datetime(2024, 5, 1, 9, 30, tzinfo=UTC))],
+        "id string, currency string, placed_at timestamp",
+    ).createOrReplaceTempView("orders")
+    joined = connect.sql(
+        "SELECT id, value FROM state_store_asof_join(TABLE(orders), 'rates', 'currency', "
+        "'placed_at')"
+    ).collect()
+    assert [(r["id"], r["value"]) for r in joined] == [("o1", 1.0712)]
+
+
+def _add(folder: Path, name: str, rows: list[tuple[str, int]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("".join(json.dumps({"key": k, "value": v}) + "\n" for k, v in rows))
+
+
+def test_write_stream_then_read_stream(connect: Any, root: str, tmp_path: Path) -> None:
+    _add(tmp_path / "in", "0.json", [("a", 1), ("b", 2)])
+    query = (
+        connect.readStream.schema("key string, value long").json(str(tmp_path / "in"))
+        .writeStream.format("state_store").option("root", root).option("store", "counts")
+        .option("checkpointLocation", str(tmp_path / "cp-in"))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    assert query.exception() is None
+    tail = (
+        connect.readStream.format("state_store").option("root", root)
+        .option("startingVersion", "1").load("counts")
+        .writeStream.format("memory").queryName("counts_tail")
+        .option("checkpointLocation", str(tmp_path / "cp-tail"))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    tail.awaitTermination()
+    assert tail.exception() is None
+    rows = connect.sql("SELECT key, value FROM counts_tail").collect()
+    assert sorted((r["key"], r["value"]) for r in rows) == [("a", 1), ("b", 2)]
+
+
+def test_upsert_into_with_a_transaction_id(connect: Any, root: str, tmp_path: Path) -> None:
+    from datasource import upsert_into
+
+    _add(tmp_path / "in", "0.json", [("a", 1), ("b", 2), ("a", 3)])
+    counts = (
+        connect.readStream.schema("key string, value long").json(str(tmp_path / "in"))
+        .groupBy("key").count().withColumnRenamed("count", "value")
+    )  # fmt: skip
+    query = (
+        counts.writeStream.outputMode("update")
+        .foreachBatch(upsert_into("counts", root=root, txnAppId="connect-counts"))
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    assert query.exception() is None
+    read = connect.read.format("state_store").option("root", root).load("counts").collect()
+    assert sorted((r["key"], r["value"]) for r in read) == [("a", 2), ("b", 1)]
+

@@ -1,0 +1,150 @@
+"""Every Spark line ``pyproject.toml`` declares, checked in a venv of its own (``venvs``).
+
+Per line: the wheel, installed as a user installs it, runs the README's quickstart (Spark
+finds the format by itself); the Spark-facing tests (the connector, Spark end to end, streams,
+as-of joins, SQL lookups, the README's blocks and the examples) pass there; and the README's
+features pass through Spark Connect (``tests/connect/cases_connect.py``). The whole suite runs
+on the interpreter that runs it. A line that cannot be installed fails, saying what to install.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.lines.venvs import LINES, REPO, Built, SparkLine, build_wheel, installed
+
+#: The Spark-facing tests each older line runs (the newest line runs them in the whole suite).
+SPARK_FACING = (
+    "tests/datasource",
+    "tests/spark",
+    "tests/test_readme_python.py",
+    "tests/test_readme_sql.py",
+    "tests/test_examples.py",
+)
+#: Test modules of an API some lines lack, by the feature (``datasource.spark_features``): a
+#: line without it does not run them (the capability table in the README says so).
+NEEDS = {
+    "tests/datasource/test_pushdown.py": "FILTER_PUSHDOWN",
+    "tests/datasource/test_pushdown_planner.py": "FILTER_PUSHDOWN",
+}
+#: Lines whose Spark-facing tests run here; the newest's run in the whole suite.
+OLDER = tuple(line for line in LINES if line.pyspark != LINES[-1].pyspark)
+TIMEOUT = 1800
+
+
+@pytest.fixture(scope="session")
+def built() -> Built:
+    return build_wheel()
+
+
+def _env(python: Path, *, checkout: bool) -> dict[str, str]:
+    """A line's environment: its python for Spark's workers; the checkout on the path only for
+    its tests (a user's install has only the wheel)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "STATE_STORE_"))}
+    env.pop("PYTHONPATH", None)
+    env.update(PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
+    if checkout:
+        env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def _tail(result: subprocess.CompletedProcess[str], chars: int = 6000) -> str:
+    return (result.stdout[-chars:] + "\n" + result.stderr[-chars // 2 :]).strip()
+
+
+@pytest.fixture(params=LINES, ids=lambda line: line.id)
+def line(request: pytest.FixtureRequest) -> SparkLine:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def python(line: SparkLine, built: Built) -> Iterator[Path]:
+    with installed(line, built) as interpreter:
+        yield interpreter
+
+
+def test_the_wheel_holds_the_connector_and_no_tests(built: Built) -> None:
+    with zipfile.ZipFile(built.wheel) as archive:
+        names = archive.namelist()
+    tops = {name.split("/")[0] for name in names}
+    info = {t for t in tops if t.endswith(".dist-info")}
+    assert tops - info == {"pyspark_state_store.py", "stores", "catalog", "datasource"}
+    assert {f"{p}/py.typed" for p in ("stores", "catalog", "datasource")} <= set(names)
+    assert "datasource/spark_features.py" in names
+    assert not [n for n in names if "/tests/" in n or n.startswith(("tests/", "examples/"))]
+    (entry,) = info
+    with zipfile.ZipFile(built.wheel) as archive:
+        scripts = archive.read(f"{entry}/entry_points.txt").decode()
+    assert "state-store = catalog.cli:main" in scripts
+
+
+def test_the_installed_wheel_runs_the_quickstart(python: Path, line: SparkLine) -> None:
+    with tempfile.TemporaryDirectory() as cwd:
+        found = subprocess.run(
+            [str(python), "-c", "import pkgutil, pyspark, pyspark_state_store as m; "
+             "print(pyspark.__version__, m.__file__, m.DefaultSource.__module__, "
+             "'pyspark_state_store' in {i.name for i in pkgutil.iter_modules()})"],
+            env=_env(python, checkout=False), cwd=cwd, capture_output=True, text=True,
+            check=False,
+        )  # fmt: skip
+        assert found.returncode == 0, _tail(found)
+        version, module, source, listed = found.stdout.split()
+        assert version == line.pyspark
+        assert module.startswith(str(python.parent.parent)) and source == "datasource.source"
+        assert listed == "True"  # what Spark's static registration looks for
+        quickstart = subprocess.run(
+            [str(python), str(REPO / "examples" / "quickstart.py")],
+            env=_env(python, checkout=False), cwd=cwd, capture_output=True, text=True,
+            timeout=TIMEOUT, check=False,
+        )  # fmt: skip
+        assert quickstart.returncode == 0, _tail(quickstart)
+        latest, rest = quickstart.stdout.split("Rates as of")
+        as_of, sql = rest.split("through a SQL view:")
+        assert "1.0698" in latest and "1.2511" in latest and "0.00641" in latest
+        assert "1.0735" in as_of and "1.248" in as_of and "1.0698" not in as_of
+        assert "EUR|1.0698" in sql and "JPY" not in sql
+
+
+def _pytest(python: Path, paths: list[str], cwd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q",
+         *paths],
+        env=_env(python, checkout=True), cwd=cwd, capture_output=True, text=True,
+        timeout=TIMEOUT, check=False,
+    )  # fmt: skip
+
+
+def _features(python: Path) -> set[str]:
+    names = sorted(set(NEEDS.values()))
+    probe = subprocess.run(
+        [str(python), "-c", "import datasource.spark_features as f; "
+         f"print(' '.join(n for n in {names!r} if getattr(f, n).available))"],
+        env=_env(python, checkout=True), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert probe.returncode == 0, _tail(probe)
+    return set(probe.stdout.split())
+
+
+@pytest.mark.parametrize("older", OLDER, ids=lambda line: line.id)
+def test_the_spark_facing_tests_pass_on_each_older_line(older: SparkLine, built: Built) -> None:
+    with installed(older, built) as python, tempfile.TemporaryDirectory() as cwd:
+        features = _features(python)
+        paths = [str(REPO / p) for p in SPARK_FACING]
+        left_out = [p for p, feature in NEEDS.items() if feature not in features]
+        run = _pytest(python, [*paths, *(f"--ignore={REPO / p}" for p in left_out)], cwd)
+        assert run.returncode == 0, _tail(run)
+        assert " failed" not in run.stdout and " passed" in run.stdout
+
+
+def test_the_readme_features_pass_through_spark_connect(python: Path) -> None:
+    with tempfile.TemporaryDirectory() as cwd:
+        run = _pytest(python, [str(REPO / "tests" / "connect" / "cases_connect.py")], cwd)
+        assert run.returncode == 0, _tail(run)
+        assert "6 passed" in run.stdout
