@@ -141,6 +141,17 @@ def test_write_stream_then_read_stream(connect: Any, root: str, tmp_path: Path) 
     assert tail.exception() is None
     rows = connect.sql("SELECT key, value FROM counts_tail").collect()
     assert sorted((r["key"], r["value"]) for r in rows) == [("a", 1), ("b", 2)]
+    feed = (
+        connect.readStream.format("state_store").option("root", root)
+        .option("readChangeFeed", "true").option("startingVersion", "1").load("counts")
+        .writeStream.format("memory").queryName("counts_feed")
+        .option("checkpointLocation", str(tmp_path / "cp-feed"))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    feed.awaitTermination()
+    assert feed.exception() is None
+    rows = connect.sql("SELECT _change_type, key, value FROM counts_feed").collect()
+    assert sorted(tuple(r) for r in rows) == [("insert", "a", 1), ("insert", "b", 2)]
 
 
 def test_upsert_into_with_a_transaction_id(connect: Any, root: str, tmp_path: Path) -> None:

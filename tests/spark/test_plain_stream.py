@@ -16,6 +16,7 @@ import pytest
 from catalog import Catalog
 from catalog.catalog import StoreTable
 from datasource.options import StoreOptions
+from datasource.spark_features import ADMISSION_CONTROL
 from datasource.stream_reader import StoreStreamReader
 from datasource.writer import StateStoreWriter
 from stores.errors import InvalidOptionError
@@ -153,15 +154,22 @@ def test_a_plain_stream_resumes_from_its_checkpoint_and_skips_deletes(
     put(table, [("a", 1)])  # 2
     put(table, [("a", 2), ("b", 3)])  # 3
     checkpoint = tmp_path / "checkpoint"
-    # AvailableNow, a micro-batch per commit (at least one commit each, even over the limit).
-    first = _tail(spark, root, checkpoint, startingVersion="2", maxRowsPerTrigger="1")
-    assert first == [(0, "a", 1), (1, "a", 2), (1, "b", 3)]
+    if ADMISSION_CONTROL.available:  # Spark 4.2 on
+        # AvailableNow, a micro-batch per commit (at least one commit each, even over the limit).
+        first = _tail(spark, root, checkpoint, startingVersion="2", maxRowsPerTrigger="1")
+        assert first == [(0, "a", 1), (1, "a", 2), (1, "b", 3)]
+    else:  # 4.0 and 4.1: the option is refused by name; every new commit in one micro-batch
+        with pytest.raises(Exception, match=r"\[SPARK_TOO_OLD\] option 'maxRowsPerTrigger'"):
+            _tail(spark, root, tmp_path / "refused", startingVersion="2", maxRowsPerTrigger="1")
+        first = _tail(spark, root, checkpoint, startingVersion="2")
+        assert first == [(0, "a", 1), (0, "a", 2), (0, "b", 3)]
+    batch = first[-1][0] + 1
     put(table, [("b", None)])  # 4: a tombstone, skipped
     table.commit(table.stage(pa.array(["z"]), pa.array([7]), None), overwrite=True)  # 5
     put(table, [("d", 4)])  # 6
     # Restarted from its checkpoint: only what came after it; the overwrite streams what it
     # wrote, not what it removed.
-    assert _tail(spark, root, checkpoint) == [(2, "d", 4), (2, "z", 7)]
+    assert _tail(spark, root, checkpoint) == [(batch, "d", 4), (batch, "z", 7)]
 
 
 def test_ignore_deletes_false_fails_the_query_naming_the_change_feed(
@@ -208,7 +216,10 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _drive(reader: StoreStreamReader, start: int | None = None) -> tuple[list[dict[str, Any]], int]:
     """One micro-batch from ``start`` (default: the initial offset): its rows and end offset."""
     offset = reader.initialOffset() if start is None else {"version": start}
-    end = reader.latestOffset(offset, reader.getDefaultReadLimit())
+    if ADMISSION_CONTROL.available:
+        end = reader.latestOffset(offset, reader.getDefaultReadLimit())
+    else:  # Spark 4.0 and 4.1: every new commit
+        end = reader.latestOffset()
     rows: list[dict[str, Any]] = []
     for partition in reader.partitions(offset, end):
         for batch in reader.read(partition):
