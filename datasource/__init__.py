@@ -5,12 +5,16 @@ Import direction, each module only those after it: ``source`` (Spark's ``DataSou
 ``stream_writer``, ``upsert`` (update-mode streams through ``foreachBatch``) -> ``writer``;
 ``stream_reader``, ``history`` -> ``reader`` -> ``options`` (parsed once; the kinds' options
 derived from ``catalog.kinds``), ``pushdown``, ``intervals``, ``spark_types``, ``errors`` ->
-``catalog``, ``stores``; ``asof`` (the join) and ``sql_lookups`` (UDTFs) beside them. The
-connector names no store kind: what differs between kinds the kinds declare.
+``catalog``, ``stores``; ``asof`` (the join) and ``sql_lookups`` (UDTFs) beside them; every
+module that needs an API some Spark line lacks asks ``spark_features``, the one place that
+probes the Spark it runs on. The connector names no store kind: what differs between kinds the
+kinds declare.
 """
 
 from typing import Any
 
+# First: on a Spark without Python data sources (3.x) this raises our line, [SPARK_TOO_OLD].
+import datasource.spark_features  # noqa: F401, I001
 from datasource.source import FORMAT, DefaultSource
 
 __all__ = ["FORMAT", "DefaultSource", "asof_join", "register_sql", "upsert_into"]

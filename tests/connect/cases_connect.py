@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,21 +30,55 @@ RATES = [
 ]
 
 
+#: A Spark Connect server: a classic session with Connect's plugin, on a port the system picks
+#: (port 0), which it prints once it serves; it stops when its standard input closes.
+SERVER = """
+import sys
+from pyspark.sql import SparkSession
+
+spark = (
+    SparkSession.builder.master("local[2]").appName("state_store connect server")
+    .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+    .config("spark.connect.grpc.binding.address", "127.0.0.1")
+    .config("spark.connect.grpc.binding.port", "0")
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.session.timeZone", "UTC")
+    .config("spark.sql.shuffle.partitions", "4")
+    .getOrCreate()
+)
+service = getattr(spark._jvm, "org.apache.spark.sql.connect.service.SparkConnectService$")
+print(getattr(service, "MODULE$").localPort(), flush=True)
+sys.stdin.read()
+spark.stop()
+"""
+
+
 @pytest.fixture(scope="module")
-def connect() -> Iterator[Any]:
-    """A Spark Connect client of a local Connect server (started in this process)."""
+def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Spark Connect client (no JVM in this process) of a server in a process of its own, as
+    a serverless cluster serves a notebook."""
     spark_environment()
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.remote("local[2]")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
-    assert not hasattr(session, "_jsc")  # a Connect client, no JVM here
-    yield session
-    session.stop()
+    log = tmp_path_factory.mktemp("connect") / "server.log"
+    with open(log, "w") as errors:
+        server = subprocess.Popen(
+            [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=errors, text=True,
+        )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        port = server.stdout.readline().strip()  # printed once the server serves
+        assert port.isdigit(), f"the Connect server did not start:\n{log.read_text()[-5000:]}"
+        session = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        assert not hasattr(session, "_jsc")  # a Connect client
+        yield session
+        session.stop()
+    finally:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.close()
+        server.wait(timeout=120)
+        server.stdout.close()
 
 
 @pytest.fixture

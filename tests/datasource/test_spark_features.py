@@ -105,3 +105,21 @@ def test_spark_shows_why_the_format_cannot_load(tmp_path: Path, spark_env: dict[
     assert "DATA_SOURCE_NOT_FOUND" not in run.stdout
     assert "[SPARK_UNSUPPORTED] the state_store format cannot load on Spark" in run.stdout
     assert "a dependency the connector needs" in run.stdout
+
+
+def test_a_spark_without_python_data_sources_is_refused_at_import(tmp_path: Path) -> None:
+    """A pyspark 3.x (no ``pyspark.sql.datasource``) present despite the dependency range."""
+    old = tmp_path / "old" / "pyspark"
+    (old / "sql").mkdir(parents=True)
+    (old / "__init__.py").write_text("__version__ = '3.5.3'\n")
+    (old / "sql" / "__init__.py").write_text("")
+    run = subprocess.run(
+        [sys.executable, "-c", "import datasource"], cwd=tmp_path, capture_output=True,
+        text=True, check=False, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{old.parent}:{REPO}"},
+    )  # fmt: skip
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: [SPARK_TOO_OLD] state_store needs Spark 4.0 or newer (Python data "
+        "sources, SPARK-44076); this is pyspark 3.5.3: pip install 'pyspark>=4.0.5,<4.4'"
+    )

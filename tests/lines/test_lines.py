@@ -35,7 +35,8 @@ NEEDS = {
     "tests/datasource/test_pushdown.py": "datasource.spark_features.FILTER_PUSHDOWN.available",
     # It drives Spark's own pushdown worker as a per-scan Spark would, in the framing of its
     # entry ``_main`` (4.2 on; 4.1's ``main`` frames its input differently).
-    "tests/datasource/test_pushdown_planner.py": "hasattr(importlib.import_module("
+    "tests/datasource/test_pushdown_planner.py": "importlib.util.find_spec('pyspark.sql.worker"
+    ".data_source_pushdown_filters') is not None and hasattr(importlib.import_module("
     "'pyspark.sql.worker.data_source_pushdown_filters'), '_main')",
 }
 #: Spark-facing tests the older lines leave to the whole suite: what they check does not
@@ -134,7 +135,7 @@ def _pytest(python: Path, paths: list[str], cwd: str) -> subprocess.CompletedPro
 
 def _lacking(python: Path) -> list[str]:
     """The modules of ``NEEDS`` whose API the line's Spark lacks."""
-    code = "import importlib, datasource.spark_features\n" + "".join(
+    code = "import importlib, importlib.util, datasource.spark_features\n" + "".join(
         f"print({probe})\n" for probe in NEEDS.values()
     )
     probe = subprocess.run(

@@ -207,6 +207,8 @@ def line_venv(line: SparkLine, wheel: Path) -> Path:
     interpreter = line.interpreter()
     key = hashlib.sha256("\n".join([str(interpreter), *wanted]).encode()).hexdigest()[:12]
     venv = cache_root() / f"{line.id}-{key}"
+    if (venv / "ready").is_file():  # complete: a venv is renamed into place when built
+        return venv
     with locked(venv.with_name(venv.name + ".lock")):
         if not (venv / "ready").is_file():
             work = venv.with_name(f"{venv.name}.tmp-{os.getpid()}")
@@ -231,13 +233,21 @@ def installed(line: SparkLine, built: Built) -> Iterator[Path]:
     venv = line_venv(line, built.wheel)
     lock = venv.with_name(venv.name + ".lock")
     stamp = venv / "wheel.sha"
-    with locked(lock):
-        if not stamp.is_file() or stamp.read_text() != built.digest:
-            _run(
-                [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check",
-                 "-q", "--no-deps", "--force-reinstall", str(built.wheel)],
-                f"installing the wheel into {line.id}",
-            )  # fmt: skip
-            stamp.write_text(built.digest)
+
+    def current() -> bool:
+        return stamp.is_file() and stamp.read_text() == built.digest
+
+    with locked(lock, shared=True):
+        ready = current()
+    if not ready:  # waits for the venv's users to finish, then installs unless one did
+        with locked(lock):
+            if not current():
+                _run(
+                    [str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+                     "--disable-pip-version-check", "--no-deps", "--force-reinstall",
+                     str(built.wheel)],
+                    f"installing the wheel into {line.id}",
+                )  # fmt: skip
+                stamp.write_text(built.digest)
     with locked(lock, shared=True):
         yield venv / "bin" / "python"
