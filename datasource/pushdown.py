@@ -24,8 +24,9 @@ scan of one DataFrame shares: after ``df.where("key = 'a'").collect()``, ``df.co
 the pruned reader and counts one row. Pushdown is therefore used only where Spark keeps that
 state per scan (``spark_scopes_pushdown``: the releases with ``DataSourceReader.pushLimit``,
 which came with the fix: SPARK-58551, apache/spark#57752, after 4.3: 4.4.0 in master's docs);
-elsewhere Spark applies every filter itself and results stay right. ``tests/datasource/test_pushdown_planner.py`` runs Spark's
-own pushdown worker as such a release would, per scan, so this path is exercised on 4.3 too.
+elsewhere Spark applies every filter itself and results stay right.
+``tests/datasource/test_pushdown_planner.py`` runs Spark's own pushdown worker as such a release
+would, per scan, so this path is exercised on 4.3 too.
 """
 
 from __future__ import annotations
@@ -38,14 +39,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from catalog.partitioner import DEFAULT_PARTITIONER, partitions_of
-from stores.serdes import serde_for
 from datasource.spark_features import PUSHDOWN_PER_SCAN
+from stores.serdes import serde_for
 from stores.types import TypeJson
 
 if TYPE_CHECKING:
-    # Spark 4.1's (SPARK-51146): imported where filters arrive, so 4.0, which has none, loads
-    # this module.
+    # Spark 4.1's (SPARK-51271): imported where filters arrive, so that 4.0, which has none,
+    # loads this module.
     from pyspark.sql.datasource import Filter
 
 _PUSHDOWN_WORKER = "data_source_pushdown_filters.py"

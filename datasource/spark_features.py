@@ -23,9 +23,10 @@ This module imports cheaply (``pyspark_state_store`` imports it on every session
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyspark
@@ -94,6 +95,11 @@ ADMISSION_CONTROL = Feature(
     "4.2.0", "SPARK-55304",
     lambda: importlib.util.find_spec("pyspark.sql.streaming.datasource") is not None,
 )  # fmt: skip
+ARROW_UDF = Feature(
+    "Arrow UDFs (pyspark.sql.functions.arrow_udf)", "4.1.0", "SPARK-53014",
+    # Imported when asked, not on a format lookup.
+    lambda: hasattr(importlib.import_module("pyspark.sql.functions"), "arrow_udf"),
+)  # fmt: skip
 PUSHDOWN_PER_SCAN = Feature(
     "pushdown kept per scan (DataSourceReader.pushLimit)", "4.4.0", "SPARK-58551",
     lambda: hasattr(_spark_ds.DataSourceReader, "pushLimit"),
@@ -101,13 +107,12 @@ PUSHDOWN_PER_SCAN = Feature(
 
 
 def arrow_udf() -> Any | None:
-    """``pyspark.sql.functions.arrow_udf`` (Spark 4.1, SPARK-53014), or None on Spark 4.0.
-
-    A function, not a constant: ``pyspark.sql.functions`` is not imported on a format lookup.
-    """
+    """``pyspark.sql.functions.arrow_udf`` where this Spark has it (``ARROW_UDF``), else None."""
+    if not ARROW_UDF.available:
+        return None
     from pyspark.sql import functions
 
-    return getattr(functions, "arrow_udf", None)
+    return functions.arrow_udf
 
 
 if not TYPE_CHECKING:
@@ -124,6 +129,7 @@ if not TYPE_CHECKING:
 
 __all__ = [
     "ADMISSION_CONTROL",
+    "ARROW_UDF",
     "FILTER_PUSHDOWN",
     "PUSHDOWN_PER_SCAN",
     "SPARK_VERSION",

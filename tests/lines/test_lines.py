@@ -2,8 +2,8 @@
 
 Per line: the wheel, installed as a user installs it, runs the README's quickstart (Spark
 finds the format by itself); the Spark-facing tests (the connector, Spark end to end, streams,
-as-of joins, SQL lookups, the README's blocks and the examples) pass there; and the README's
-features pass through Spark Connect (``tests/connect/cases_connect.py``). The whole suite runs
+as-of joins, SQL lookups, the README's blocks) pass there; and the README's features pass
+through Spark Connect (``tests/connect/cases_connect.py``). The whole suite runs
 on the interpreter that runs it. A line that cannot be installed fails, saying what to install.
 """
 
@@ -20,13 +20,16 @@ import pytest
 
 from tests.lines.venvs import LINES, REPO, Built, SparkLine, build_wheel, installed
 
-#: The Spark-facing tests each older line runs (the newest line runs them in the whole suite).
+#: The Spark-facing tests each older line runs (the newest line runs them in the whole suite):
+#: the connector, Spark end to end (streams, as-of joins, SQL lookups, upserts), the README's
+#: Python and SQL. The scripts in ``examples/`` use the same calls and run on the newest line
+#: (each starts a Spark of its own: a minute and a half a line); on every line the quickstart
+#: runs from the installed wheel.
 SPARK_FACING = (
     "tests/datasource",
     "tests/spark",
     "tests/test_readme_python.py",
     "tests/test_readme_sql.py",
-    "tests/test_examples.py",
 )
 #: Test modules of an API some lines lack, and the probe of it (run on the line): a line
 #: without it does not run them (the capability table in the README says so).
