@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from datasource.spark_features import ADMISSION_CONTROL
 from tests.conftest import spark_environment
 
 UTC = dt.timezone.utc
@@ -177,9 +178,21 @@ def test_write_stream_then_read_stream(connect: Any, root: str, tmp_path: Path) 
     assert tail.exception() is None
     rows = connect.sql("SELECT key, value FROM counts_tail").collect()
     assert sorted((r["key"], r["value"]) for r in rows) == [("a", 1), ("b", 2)]
+    feed_options = {"readChangeFeed": "true", "startingVersion": "1"}
+    if ADMISSION_CONTROL.available:  # Spark 4.2 on: a micro-batch per commit
+        feed_options["maxCommitsPerTrigger"] = "1"
+    else:  # 4.0 and 4.1 refuse it by name
+        with pytest.raises(Exception, match=r"\[SPARK_TOO_OLD\] option 'maxCommitsPerTrigger'"):
+            (
+                connect.readStream.format("state_store").option("root", root)
+                .option("maxCommitsPerTrigger", "1").load("counts")
+                .writeStream.format("memory").queryName("refused")
+                .option("checkpointLocation", str(tmp_path / "cp-refused"))
+                .trigger(availableNow=True).start().awaitTermination()
+            )  # fmt: skip
     feed = (
         connect.readStream.format("state_store").option("root", root)
-        .option("readChangeFeed", "true").option("startingVersion", "1").load("counts")
+        .options(**feed_options).load("counts")
         .writeStream.format("memory").queryName("counts_feed")
         .option("checkpointLocation", str(tmp_path / "cp-feed"))
         .trigger(availableNow=True).start()

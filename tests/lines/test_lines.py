@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 import zipfile
 from collections.abc import Iterator
@@ -19,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.lines.venvs import LINES, REPO, Built, SparkLine, build_wheel, installed
+from tests.quickstart_output import check_quickstart_output
 
-#: The Spark-facing tests each older line runs (the newest line runs them in the whole suite):
+#: The Spark-facing tests each fallback line runs (the suite's own line runs them all):
 #: the connector, Spark end to end (streams, as-of joins, SQL lookups, upserts), the README's
 #: Python and SQL. The scripts in ``examples/`` use the same calls and run on the newest line
 #: (each starts a Spark of its own: a minute and a half a line); on every line the quickstart
@@ -42,15 +44,18 @@ NEEDS = {
     ".data_source_pushdown_filters') is not None and hasattr(importlib.import_module("
     "'pyspark.sql.worker.data_source_pushdown_filters'), '_main')",
 }
-#: Spark-facing tests the older lines leave to the whole suite: what they check does not
+#: Spark-facing tests the fallback lines leave to the whole suite: what they check does not
 #: depend on the Spark line (separate executor processes; a worker killed mid-commit), and
 #: they cost minutes each.
 HEAVY = (
     "tests/spark/test_cluster.py",
     "tests/spark/test_upsert.py::test_an_application_killed_after_a_batch_committed_restarts_exactly_once",
 )
-#: Lines whose Spark-facing tests run here; the newest's run in the whole suite.
-OLDER = tuple(line for line in LINES if line.pyspark != LINES[-1].pyspark)
+#: The lines whose Spark-facing tests run here: those on which the connector takes a fallback
+#: (``datasource.spark_features``). The others take the code paths of the Spark the whole
+#: suite runs on (``test_the_other_lines_take_the_suite_s_code_paths``) and run the quickstart
+#: and the Connect cases.
+FALLBACK_LINES = tuple(line for line in LINES if line.pyspark in ("4.0.5", "4.1.4"))
 TIMEOUT = 1800
 
 
@@ -114,17 +119,19 @@ def test_the_installed_wheel_runs_the_quickstart(python: Path, line: SparkLine) 
         assert version == line.pyspark
         assert module.startswith(str(python.parent.parent)) and source == "datasource.source"
         assert listed == "True"  # what Spark's static registration looks for
+        # The wheel's requirements hold with this line's pyspark (installed without resolving).
+        check = subprocess.run(
+            [str(python), "-m", "pip", "check", "--disable-pip-version-check"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert check.returncode == 0, _tail(check)
         quickstart = subprocess.run(
             [str(python), str(REPO / "examples" / "quickstart.py")],
             env=_env(python, checkout=False), cwd=cwd, capture_output=True, text=True,
             timeout=TIMEOUT, check=False,
         )  # fmt: skip
         assert quickstart.returncode == 0, _tail(quickstart)
-        latest, rest = quickstart.stdout.split("Rates as of")
-        as_of, sql = rest.split("through a SQL view:")
-        assert "1.0698" in latest and "1.2511" in latest and "0.00641" in latest
-        assert "1.0735" in as_of and "1.248" in as_of and "1.0698" not in as_of
-        assert "EUR|1.0698" in sql and "JPY" not in sql
+        check_quickstart_output(quickstart.stdout)
 
 
 def _pytest(python: Path, paths: list[str], cwd: str) -> subprocess.CompletedProcess[str]:
@@ -151,9 +158,36 @@ def _lacking(python: Path) -> list[str]:
     return [path for path, answer in zip(NEEDS, answers) if answer != "True"]
 
 
-@pytest.mark.parametrize("older", OLDER, ids=lambda line: line.id)
-def test_the_spark_facing_tests_pass_on_each_older_line(older: SparkLine, built: Built) -> None:
-    with installed(older, built) as python, tempfile.TemporaryDirectory() as cwd:
+#: Every probe of ``datasource.spark_features``, printed as the line answers it.
+PROBES = (
+    "import datasource.spark_features as f\n"
+    "print(sorted(n for n, v in vars(f).items() if isinstance(v, f.Feature) and v.available))"
+)
+
+
+def test_the_other_lines_take_the_suite_s_code_paths(built: Built) -> None:
+    here = subprocess.run(
+        [sys.executable, "-c", PROBES], env=_env(Path(sys.executable), checkout=True),
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    for line in LINES:
+        if line in FALLBACK_LINES:
+            continue
+        with installed(line, built) as python:
+            there = subprocess.run(
+                [str(python), "-c", PROBES], env=_env(python, checkout=True),
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+        assert there.returncode == 0, _tail(there)
+        assert there.stdout == here, (
+            f"{line.id} lacks or has a feature this Spark does not ({there.stdout.strip()} "
+            f"against {here.strip()}): add it to FALLBACK_LINES"
+        )
+
+
+@pytest.mark.parametrize("fallback", FALLBACK_LINES, ids=lambda line: line.id)
+def test_the_spark_facing_tests_pass_on_each_fallback_line(fallback: SparkLine, built: Built) -> None:
+    with installed(fallback, built) as python, tempfile.TemporaryDirectory() as cwd:
         paths = [str(REPO / p) for p in SPARK_FACING]
         left_out = [f"--ignore={REPO / p}" for p in _lacking(python)]
         run = _pytest(python, [*paths, *left_out, *(f"--deselect={REPO / t}" for t in HEAVY)], cwd)
