@@ -157,6 +157,19 @@ def _add(folder: Path, name: str, rows: list[tuple[str, int]]) -> None:
     (folder / name).write_text("".join(json.dumps({"key": k, "value": v}) + "\n" for k, v in rows))
 
 
+def _tail(connect: Any, root: str, tmp_path: Path, name: str, **options: str) -> None:
+    """Stream store ``counts`` with ``options`` into memory table ``name``, to the commit
+    latest at the start (AvailableNow)."""
+    query = (
+        connect.readStream.format("state_store").option("root", root).options(**options)
+        .load("counts").writeStream.format("memory").queryName(name)
+        .option("checkpointLocation", str(tmp_path / f"cp-{name}"))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    assert query.exception() is None
+
+
 def test_write_stream_then_read_stream(connect: Any, root: str, tmp_path: Path) -> None:
     _add(tmp_path / "in", "0.json", [("a", 1), ("b", 2)])
     query = (
@@ -167,15 +180,7 @@ def test_write_stream_then_read_stream(connect: Any, root: str, tmp_path: Path) 
     )  # fmt: skip
     query.awaitTermination()
     assert query.exception() is None
-    tail = (
-        connect.readStream.format("state_store").option("root", root)
-        .option("startingVersion", "1").load("counts")
-        .writeStream.format("memory").queryName("counts_tail")
-        .option("checkpointLocation", str(tmp_path / "cp-tail"))
-        .trigger(availableNow=True).start()
-    )  # fmt: skip
-    tail.awaitTermination()
-    assert tail.exception() is None
+    _tail(connect, root, tmp_path, "counts_tail", startingVersion="1")
     rows = connect.sql("SELECT key, value FROM counts_tail").collect()
     assert sorted((r["key"], r["value"]) for r in rows) == [("a", 1), ("b", 2)]
     feed_options = {"readChangeFeed": "true", "startingVersion": "1"}
@@ -183,22 +188,8 @@ def test_write_stream_then_read_stream(connect: Any, root: str, tmp_path: Path) 
         feed_options["maxCommitsPerTrigger"] = "1"
     else:  # 4.0 and 4.1 refuse it by name
         with pytest.raises(Exception, match=r"\[SPARK_TOO_OLD\] option 'maxCommitsPerTrigger'"):
-            (
-                connect.readStream.format("state_store").option("root", root)
-                .option("maxCommitsPerTrigger", "1").load("counts")
-                .writeStream.format("memory").queryName("refused")
-                .option("checkpointLocation", str(tmp_path / "cp-refused"))
-                .trigger(availableNow=True).start().awaitTermination()
-            )  # fmt: skip
-    feed = (
-        connect.readStream.format("state_store").option("root", root)
-        .options(**feed_options).load("counts")
-        .writeStream.format("memory").queryName("counts_feed")
-        .option("checkpointLocation", str(tmp_path / "cp-feed"))
-        .trigger(availableNow=True).start()
-    )  # fmt: skip
-    feed.awaitTermination()
-    assert feed.exception() is None
+            _tail(connect, root, tmp_path, "refused", maxCommitsPerTrigger="1")
+    _tail(connect, root, tmp_path, "counts_feed", **feed_options)
     rows = connect.sql("SELECT _change_type, key, value FROM counts_feed").collect()
     assert sorted(tuple(r) for r in rows) == [("insert", "a", 1), ("insert", "b", 2)]
 
