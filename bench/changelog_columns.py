@@ -44,7 +44,8 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from catalog import Catalog
-from catalog.kafka.changelog import export_partition, import_changelog
+from catalog.kafka.changelog import export_partition
+from catalog.kafka.restore import import_changelog
 from catalog.kinds import Scan
 from catalog.partitioner import partitions_of
 from catalog.table import Table

@@ -198,7 +198,7 @@ class Table:
                 force from this commit on (``overwriteSchema``); the files were staged with it.
             spec_commit: the record holding the spec the write was planned against (default:
                 this table's); a write whose spec was replaced meanwhile is refused.
-            kafka_offsets: a changelog import's Kafka offsets (``catalog.kafka.changelog``),
+            kafka_offsets: a changelog import's Kafka offsets (``catalog.kafka.restore``),
                 recorded with the commit.
 
         Returns:

@@ -1,31 +1,23 @@
-"""Kafka Streams interop: a store as changelog records and back (``changelog``, ``records``),
-and as a Kafka Streams state directory and back (``state_dir``, ``task_dirs``).
+"""Kafka Streams interop: a store as changelog records and back (``changelog``, ``restore``, ``records``),
+and as a Kafka Streams state directory and back (``export_dir``, ``state_dir``, ``task_dirs``).
 
 Modules, each importing only those listed below it::
 
     routes       the four routes whole-store, for the facade (``Catalog``, ``StoreTable``)
-    changelog    a store as Kafka's changelog records (export), records into a store (import)
-    state_dir    a store as an application's task directories, and read back
+    restore      changelog records into a store, as Kafka's restore (import)
+    changelog    a store as Kafka's changelog records (export); each kind's changelog
+    export_dir   a store as an application's task directories
+    state_dir    an application's task directories read as a store's rows
     task_dirs    the directory layout: task and segment dirs, column families, checkpoints
     records      the record shape (``RECORD_SCHEMA``) and the changelog topic's name
 """
 
-from catalog.kafka.changelog import (
-    ImportResult,
-    check_exportable,
-    export_partition,
-    import_changelog,
-    kafka_offsets,
-    records_from_raw,
-)
+from catalog.kafka.changelog import check_exportable, export_partition, records_from_raw
+from catalog.kafka.export_dir import write_state_dir
 from catalog.kafka.records import RECORD_SCHEMA, changelog_topic
+from catalog.kafka.restore import ImportResult, import_changelog, kafka_offsets
 from catalog.kafka.routes import export_changelog
-from catalog.kafka.state_dir import (
-    TaskState,
-    read_state_dir,
-    state_dir_partitions,
-    write_state_dir,
-)
+from catalog.kafka.state_dir import TaskState, read_state_dir, state_dir_partitions
 
 __all__ = [
     "RECORD_SCHEMA",

@@ -9,9 +9,10 @@ import json
 
 import pyarrow as pa
 
-from catalog.kafka.changelog import ImportResult, export_partition, import_changelog
+from catalog.kafka.changelog import export_partition, needs_rows, records_from_raw
 from catalog.kafka.records import RECORD_SCHEMA, changelog_topic
-from catalog.kafka.state_dir import read_state_dir, state_dir_partitions
+from catalog.kafka.restore import ImportResult, import_changelog
+from catalog.kafka.state_dir import TaskState, read_state_dir, state_dir_partitions
 from catalog.kafka.task_dirs import application_id_of
 from catalog.kinds import Scan, kind_of
 from catalog.log.spec import StoreSpec
@@ -85,20 +86,19 @@ def import_state_dir(table: Table, app_dir: str, store: str) -> ImportResult:
     application_id = application_id_of(app_dir)
     topic = changelog_topic(application_id, store)
     parts, offsets = [], {}
-    for task in read_state_dir(app_dir, store, table.spec):
-        records = records_in_order(task.raw, table.spec, topic, task.partition)
-        parts.append(records)
+    for task in read_state_dir(app_dir, store, table.spec, rows=needs_rows(table.spec)):
+        parts.append(records_in_order(task, table.spec, topic))
         offsets.update(task.offsets)
     records = pa.concat_tables(parts) if parts else None
     return import_changelog(table, records, creates=True, offsets=offsets)
 
 
-def records_in_order(raw: pa.Table, spec: StoreSpec, topic: str, partition: int) -> pa.Table:
-    """A task's raw scan as changelog records numbered in restore order (``offset``: their
+def records_in_order(task: TaskState, spec: StoreSpec, topic: str) -> pa.Table:
+    """A task's state as changelog records numbered in restore order (``offset``: their
     position; a state directory's records have no offsets of their own)."""
-    from catalog.kafka.changelog import records_from_raw
-
-    records = records_from_raw(raw, spec, topic, partition, timestamp_ms=0)
+    records = records_from_raw(
+        task.raw, spec, topic, task.partition, timestamp_ms=0, rows=task.rows
+    )
     return records.append_column("offset", pa.array(range(records.num_rows), pa.int64()))
 
 

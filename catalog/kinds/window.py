@@ -13,6 +13,7 @@ from catalog.kinds._base import HEADERS_PARAM, Param, segment_interval
 from catalog.kinds._segmented import RETENTION, SEGMENT_INTERVAL, SegmentedKind
 from stores.engine import StoreEngine
 from stores.errors import InvalidOptionError
+from stores.segments.store import SEGMENTS_META_CF, STREAM_TIME_KEY
 from stores.window.engine import WINDOW_ENGINE
 from stores.window.store import default_segment_interval_ms
 
@@ -30,6 +31,8 @@ class WindowKind(SegmentedKind):
         HEADERS_PARAM,
     )  # fmt: skip
     engine: ClassVar[StoreEngine] = WINDOW_ENGINE
+    stream_time_columns: ClassVar[tuple[str, ...]] = ("window_start",)
+    stream_time_row: ClassVar[tuple[str, bytes] | None] = (SEGMENTS_META_CF, STREAM_TIME_KEY)
 
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
         retention, size = int(given["retention_ms"]), int(given["window_size_ms"])

@@ -69,7 +69,7 @@ class ChangelogFile:
 
 @dataclass(frozen=True)
 class OffsetsUpdate:
-    """What a changelog import (``catalog.kafka.changelog``) commits about Kafka offsets:
+    """What a changelog import (``catalog.kafka.restore``) commits about Kafka offsets:
     ``applied`` the last offset it applied per ``"<topic>-<partition>"``, ``seen`` what the
     store held for those partitions when the import was planned (absent: nothing). The
     commit is refused if another one moved them meanwhile: both would apply the same

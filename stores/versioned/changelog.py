@@ -41,10 +41,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stores.columns.changelog import no_headers, stream_times
-from stores.columns.encode import whole
+from stores.columns.encode import big_endian_column, concat_rows, whole
 from stores.columns.key_sort import key_runs, run_lasts
+from stores.errors import CorruptDataError
 from stores.protocols import VersionedRecord
 from stores.records import ChangeLogContext, ChangelogRecord
+from stores.versioned.columns import snapshot_records
 from stores.versioned.put import NOT_PUT
 from stores.versioned.store import VersionedKeyValueStore
 
@@ -124,6 +126,54 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     )
 
 
+def changelog_rows(rows: dict[str, tuple[pa.Array, pa.Array]], params: dict[str, Any]) -> pa.Table:
+    """A versioned store's RocksDB rows (ours, or a Kafka state directory's store) as
+    changelog columns: every record of the ideal history they hold
+    (``stores.versioned.columns.snapshot_records``: each version a put at its ``valid_from``,
+    each tombstone entry a tombstone, a tombstone where an entry ends and no record of the
+    key starts), ascending in time, a key's tombstone before its put at one time.
+
+    A raw scan (``changelog_columns``) has no tombstone entry that ends no version: a delete
+    of a key none of whose versions is left (never written, or expired). The store keeps it,
+    and it bounds where a later late put of the key ends; Kafka's restore of these records,
+    taken in time order, rebuilds it (``RocksDBVersionedStore.restoreBatch``). ``params`` is
+    unused (the rows carry their times).
+
+    Raises:
+        CorruptDataError: a column family a versioned store does not have.
+    """
+    base = snapshot_records(rows)
+    if base is None:
+        raise CorruptDataError(
+            f"a versioned store's rows hold column families {sorted(rows)}, not only its own"
+        )
+    records, implied = base.records, base.implied
+    empty = pa.array([], pa.large_binary())
+    keys = records.column("key").combine_chunks() if records.num_rows else empty
+    stamps = records.column("timestamp").to_numpy().astype(np.int64)
+    keep = np.ones(records.num_rows, dtype=bool)
+    if implied:
+        # An implied tombstone (an entry's end) where a record of the key starts is void.
+        starts = concat_rows(keys.slice(implied), big_endian_column(stamps[implied:]))
+        ends = concat_rows(keys.slice(0, implied), big_endian_column(stamps[:implied]))
+        keep[:implied] = ~pc.is_in(ends, value_set=starts).to_numpy(zero_copy_only=False)
+    values = records.column("value").combine_chunks() if records.num_rows else empty
+    # In time order; at one time a key's tombstone entry before its put: rows holding both
+    # (a degenerate entry) came from a delete, then a put (a put, then a delete, leaves no
+    # version at that time).
+    at = np.flatnonzero(keep)
+    puts = values.is_valid().to_numpy(zero_copy_only=False)[at]
+    picked = pa.array(at[np.lexsort((puts, stamps[at]))])
+    return pa.table(
+        {
+            "key": keys.take(picked).cast(pa.binary()),
+            "value": values.take(picked).cast(pa.binary()),
+            "timestamp": pa.array(stamps[picked.to_numpy()]),
+            "headers": no_headers(len(picked)),
+        }
+    )
+
+
 def _by_key_and_start(keys: pa.Array, starts: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
     """The order of rows by (key bytes, start) (None: they are in it, as a scan gives them)
     and, in that order, where each key's rows begin."""
@@ -185,4 +235,10 @@ def _overwritten_by_tombstones(records: pa.Table, times: np.ndarray) -> np.ndarr
     return gone
 
 
-__all__ = ["VersionedChangeLogging", "changelog_columns", "restore_batch", "store_columns"]
+__all__ = [
+    "VersionedChangeLogging",
+    "changelog_columns",
+    "changelog_rows",
+    "restore_batch",
+    "store_columns",
+]

@@ -13,14 +13,9 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog
-from catalog.kafka.changelog import (
-    check_exportable,
-    export_partition,
-    import_changelog,
-    kafka_offsets,
-    records_from_raw,
-)
+from catalog.kafka.changelog import check_exportable, export_partition, records_from_raw
 from catalog.kafka.records import RECORD_SCHEMA, changelog_topic
+from catalog.kafka.restore import import_changelog, kafka_offsets
 from catalog.log.paths import COMMITS_DIR, record_name
 from catalog.log.records import CommitRecord, OffsetsUpdate
 from catalog.table import Table

@@ -14,8 +14,9 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog
-from catalog.kafka.changelog import export_partition, import_changelog, records_from_raw
+from catalog.kafka.changelog import export_partition, records_from_raw
 from catalog.kafka.records import RECORD_SCHEMA
+from catalog.kafka.restore import import_changelog
 from catalog.log.spec import StoreSpec
 from catalog.staging import undecodable
 from stores.errors import SerdeError

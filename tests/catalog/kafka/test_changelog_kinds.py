@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog.kafka.changelog import export_partition, import_changelog
+from catalog.kafka.changelog import export_partition
+from catalog.kafka.restore import import_changelog
 from tests.catalog.kafka.kinds import VARIANTS, as_table, new_store, read, records_of, reference
 
 FAST = settings(

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pytest
 
 from catalog import Catalog
-from catalog.kafka.state_dir import read_state_dir, write_state_dir
+from catalog.kafka.export_dir import write_state_dir
+from catalog.kafka.state_dir import read_state_dir
 from catalog.kafka.task_dirs import read_checkpoint, write_checkpoint
 from catalog.log.spec import StoreSpec
 from catalog.partitioner import partition_of
@@ -251,10 +252,10 @@ def test_two_task_dirs_of_one_partition_are_ambiguous(catalog: Catalog, app_dir:
 def test_a_crash_while_writing_leaves_no_half_task_dir(
     catalog: Catalog, app_dir: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from catalog.kafka import state_dir
+    from catalog.kafka import export_dir
 
     table = build(catalog, "window")
-    real, calls = state_dir._write_database, []
+    real, calls = export_dir._write_database, []
 
     def failing(*args: object, **kwargs: object) -> None:
         calls.append(args)
@@ -262,7 +263,7 @@ def test_a_crash_while_writing_leaves_no_half_task_dir(
             raise OSError("disk full")
         real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(state_dir, "_write_database", failing)
+    monkeypatch.setattr(export_dir, "_write_database", failing)
     with pytest.raises(OSError, match="disk full"):
         write_state_dir(table, app_dir, store_name="s", kafka_version="4.3.0", subtopology=0,
                         offsets={0: 1, 1: 2})  # fmt: skip
