@@ -86,7 +86,8 @@ class StoreKind:
     #: from every partition, rather than one value from the key's partition.
     entries_per_key: ClassVar[bool] = False
     #: The raw scan's columns of the times Kafka's restore advances the stream time to (a
-    #: window's start, a session's end, a version's bounds); none: the kind has no stream time.
+    #: window's start, a session's end); none: the kind keeps no stream time, or its engine
+    #: derives it from the rows themselves (a versioned store replays its entries).
     stream_time_columns: ClassVar[tuple[str, ...]] = ()
     #: The (column family, key) under which the kind's stores keep their stream time (Kafka's
     #: keep none: ours do, so that a reopened store expires what Kafka's restore would).

@@ -10,7 +10,6 @@ from catalog.kinds._base import Param, ReadParam, StoreKind, segment_interval
 from stores.engine import StoreEngine
 from stores.errors import InvalidOptionError
 from stores.versioned.engine import VERSIONED_ENGINE
-from stores.versioned.format import METADATA_CF, STREAM_TIME_KEY
 from stores.versioned.store import default_segment_interval_ms
 
 HISTORY_RETENTION = Param(
@@ -38,8 +37,6 @@ class VersionedKind(StoreKind):
     engine: ClassVar[StoreEngine] = VERSIONED_ENGINE
     writes_intervals: ClassVar[bool] = True
     supports_as_of: ClassVar[bool] = True
-    stream_time_columns: ClassVar[tuple[str, ...]] = ("valid_from", "valid_to")
-    stream_time_row: ClassVar[tuple[str, bytes] | None] = (METADATA_CF, STREAM_TIME_KEY)
 
     def refuse(self, given: dict[str, Any]) -> None:
         if given.get("headers"):
