@@ -1,5 +1,5 @@
 """The catalog, the facade users call: stores under one warehouse root (``Catalog``) and each
-store (``StoreTable``).
+store (``StoreTable``, in ``catalog.store_table``).
 
 Both run the operations (``catalog.operations``: queries, change feed, compaction,
 maintenance) over the store's ``catalog.table.Table``, which none of them imports back: the
@@ -20,20 +20,20 @@ import pyarrow as pa
 
 from catalog import faults
 from catalog.commit import changelog_files
-from catalog.kafka import ImportResult, import_changelog, kafka_offsets, routes, write_state_dir
+from catalog.kafka import routes
 from catalog.kafka.task_dirs import app_dir_of  # the application id checked: never a path
 from catalog.kinds import OPTION_NAMES, kind_of
 from catalog.log.backends import storage_for
 from catalog.log.commits import CommitLog
 from catalog.log.paths import COMMITS_DIR, check_store_name, record_name
-from catalog.log.records import ChangelogFile, CommitRecord, OffsetsUpdate, Txn
+from catalog.log.records import CommitRecord
 from catalog.log.spec import StoreSpec
 from catalog.operations import change_feed, compaction, maintenance
 from catalog.operations.maintenance import VacuumReport
 from catalog.operations.query import StateQueryRequest, StateQueryResult, query
 from catalog.partitioner import DEFAULT_PARTITIONER, check_partitioner
 from catalog.scans import TIMESTAMP
-from catalog.table import Table
+from catalog.store_table import StoreTable
 from stores.errors import (
     CommitConflictError,
     CorruptDataError,
@@ -502,99 +502,3 @@ class Catalog:
             )
         routes.import_state_dir(StoreTable(self, spec), app_dir, store)
         return self.load(spec.name)
-
-class StoreTable(Table):
-    """One store as users see it: a ``Table`` (spec, log, writes, reads) whose ``commit`` is
-    followed by the compaction its catalog asks for (``compact_after_files``)."""
-
-    catalog: Catalog
-
-    def commit(
-        self,
-        files: list[ChangelogFile],
-        *,
-        overwrite: bool = False,
-        write_id: str | None = None,
-        txn: Txn | None = None,
-        creates: bool = False,
-        new_spec: StoreSpec | None = None,
-        spec_commit: int | None = None,
-        kafka_offsets: OffsetsUpdate | None = None,
-    ) -> CommitRecord | None:
-        """Publish staged files as the next commit (``Table.commit``: the arguments, returns
-        and raises are its), then compact the partitions that a fresh cache would have to
-        replay more than ``Catalog.compact_after_files`` changelog files for
-        (``catalog.operations.compaction.maybe_compact``: a failure there is logged, the
-        commit stands).
-        """
-        record = super().commit(
-            files, overwrite=overwrite, write_id=write_id, txn=txn, creates=creates,
-            new_spec=new_spec, spec_commit=spec_commit, kafka_offsets=kafka_offsets,
-        )  # fmt: skip
-        if record is not None and self.catalog.compact_after_files:
-            compaction.maybe_compact(self, self.catalog.compact_after_files)
-        return record
-
-    # -- Kafka Streams (``catalog.kafka``) -------------------------------------------------------
-
-    def export_kafka_changelog(
-        self, application_id: str, *, store: str | None = None, snapshot: int | None = None
-    ) -> pa.Table:
-        """The store (at ``snapshot``, default the latest commit) as the changelog records of
-        ``<application_id>-<store>-changelog`` (``store`` default: this one's name) a Kafka
-        Streams application restores it from, each partition in restore order
-        (``catalog.kafka.RECORD_SCHEMA``; produce them keeping partition and timestamp).
-
-        Raises:
-            InvalidOptionError: a store not partitioned as the application
-                (``partitioner=kafka``), a record with a negative time.
-        """
-        return routes.export_changelog(self, application_id, store, snapshot)
-
-    def import_kafka_changelog(self, records: pa.Table, *, overwrite: bool = False) -> ImportResult:
-        """Apply Kafka changelog records (Spark's Kafka source shape: ``key``, ``value``,
-        ``topic``, ``partition``, ``offset``, ``timestamp``, ``headers``) with Kafka's
-        restore semantics, in one commit that keeps the last offset of each partition
-        (``catalog.kafka.import_changelog``).
-
-        Raises:
-            InvalidOptionError, SerdeError: bad records; nothing is written.
-        """
-        return import_changelog(self, records, overwrite=overwrite)
-
-    def kafka_offsets(self) -> dict[tuple[str, int], int]:
-        """The offset of the last Kafka changelog record applied per (topic, partition)."""
-        return kafka_offsets(self)
-
-    def kafka_starting_offsets(self) -> str:
-        """Spark's Kafka ``startingOffsets`` after the records applied (JSON, or "earliest")."""
-        return routes.starting_offsets(kafka_offsets(self))
-
-    def export_kafka_state_dir(
-        self,
-        state_dir: str,
-        application_id: str,
-        *,
-        kafka_version: str,
-        offsets: dict[int, int],
-        store: str | None = None,
-        subtopology: int = 0,
-        snapshot: int | None = None,
-    ) -> list[str]:
-        """Write the store as store ``store`` (default: this one's name) of a stopped Kafka
-        Streams application (``<state_dir>/<application_id>``): task directories that its
-        instance of ``kafka_version`` opens as its own, restoring nothing. ``offsets``:
-        partition -> the changelog offset of the last record the partition's state reflects
-        (produce ``export_kafka_changelog`` first). See ``catalog.kafka.write_state_dir``.
-
-        Returns:
-            The task directories written.
-
-        Raises:
-            InvalidOptionError: as ``catalog.kafka.write_state_dir``; nothing is written.
-        """
-        return write_state_dir(
-            self, app_dir_of(state_dir, application_id), store_name=store or self.spec.name,
-            kafka_version=kafka_version, subtopology=subtopology, offsets=offsets,
-            snapshot=snapshot,
-        )  # fmt: skip

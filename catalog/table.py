@@ -181,6 +181,7 @@ class Table:
         new_spec: StoreSpec | None = None,
         spec_commit: int | None = None,
         kafka_offsets: OffsetsUpdate | None = None,
+        read_version: int | None = None,
     ) -> CommitRecord | None:
         """Publish staged files as the next commit (see ``catalog.log.commits``). Nothing
         else: what follows a commit (an automatic compaction) is its caller's.
@@ -200,6 +201,8 @@ class Table:
                 this table's); a write whose spec was replaced meanwhile is refused.
             kafka_offsets: a changelog import's Kafka offsets (``catalog.kafka.restore``),
                 recorded with the commit.
+            read_version: the commit whose state the write rewrites (a rescale): refused if
+                a later commit changed the state.
 
         Returns:
             The commit record; None if ``txn`` was already committed: the staged files are
@@ -208,8 +211,9 @@ class Table:
         Raises:
             CommitConflictError: the store was created meanwhile with another spec, its
                 schema was replaced meanwhile (SCHEMA_CHANGED), another import moved the
-                Kafka offsets of ``kafka_offsets`` (KAFKA_OFFSETS_MOVED), or other writers
-                won every attempt.
+                Kafka offsets of ``kafka_offsets`` (KAFKA_OFFSETS_MOVED), a commit changed
+                the state after ``read_version`` (STORE_CHANGED), or other writers won
+                every attempt.
             StoreNotFoundError: the store was dropped.
         """
         write_id = write_id or uuid.uuid4().hex
@@ -218,7 +222,7 @@ class Table:
         if not creates:
             record = commits.publish_files(
                 self.log, files, write_id, overwrite=overwrite, txn=txn, new_spec=new_spec,
-                spec_commit=spec_commit, kafka_offsets=kafka_offsets,
+                spec_commit=spec_commit, kafka_offsets=kafka_offsets, read_version=read_version,
             )  # fmt: skip
             if record is not None and new_spec is not None:
                 self.spec, self.kind, self.spec_commit = new_spec, kind_of(new_spec.kind), record.id

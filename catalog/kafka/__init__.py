@@ -1,9 +1,11 @@
-"""Kafka Streams interop: a store as changelog records and back (``changelog``, ``restore``, ``records``),
-and as a Kafka Streams state directory and back (``export_dir``, ``state_dir``, ``task_dirs``).
+"""Kafka Streams interop: a store as changelog records and back (``changelog``, ``restore``,
+``records``), as a Kafka Streams state directory and back (``export_dir``, ``state_dir``,
+``task_dirs``), and rewritten to another partition count (``rescale``).
 
 Modules, each importing only those listed below it::
 
     routes       the four routes whole-store, for the facade (``Catalog``, ``StoreTable``)
+    rescale      a store rewritten to another partition count, as Kafka would hold it
     restore      changelog records into a store, as Kafka's restore (import)
     changelog    a store as Kafka's changelog records (export); each kind's changelog
     export_dir   a store as an application's task directories

@@ -125,6 +125,7 @@ def records_from_raw(
     *,
     timestamp_ms: int | None = None,
     rows: Runs | None = None,
+    for_kafka: bool = True,
 ) -> pa.Table:
     """One partition's raw scan (``Layout.raw_schema`` of the kind; a versioned store's with
     every version) as changelog records of ``topic`` partition ``partition``
@@ -139,6 +140,8 @@ def records_from_raw(
         rows: the partition's RocksDB rows (ours, or a state directory's), which a kind
             whose raw scan leaves out what a restore rebuilds reads instead
             (``KindChangelog.of_rows``).
+        for_kafka: the records go to Kafka; False: only this library reads them back (a
+            rescale), and a record with an unknown time keeps it (null).
 
     Raises:
         InvalidOptionError: a record would have a negative or unknown time, which Kafka's
@@ -157,7 +160,7 @@ def records_from_raw(
         )
     stamps = columns.column("timestamp")
     negative = pc.or_kleene(pc.is_null(stamps), pc.less(stamps, 0))
-    if pc.any(negative).as_py():
+    if for_kafka and pc.any(negative).as_py():
         at = int(np.flatnonzero(negative.to_numpy(zero_copy_only=False))[0])
         raise InvalidOptionError(
             f"store {spec.name!r} partition {partition}: the record of changelog key "
@@ -254,15 +257,30 @@ def export_partition(
     topic = changelog_topic(application_id, store_name or table.spec.name)
     if snapshot == 0:
         return
-    table = table.at_commit(snapshot)
-    stamp = table.log.read(snapshot).timestamp_ms
-    if needs_rows(table.spec):
-        rows = partition_rows(table, partition, snapshot)
-        records = records_from_raw(None, table.spec, topic, partition, rows=rows)
-    else:
-        raw = raw_partition(table, partition, snapshot, Scan())
-        records = records_from_raw(raw, table.spec, topic, partition, timestamp_ms=stamp)
+    records = partition_records(table.at_commit(snapshot), partition, snapshot, topic)
     yield from records.to_batches(max_chunksize=BATCH_ROWS)
+
+
+def partition_records(
+    table: Table, partition: int, snapshot: int, topic: str, *, for_kafka: bool = True
+) -> pa.Table:
+    """Store partition ``partition`` at commit ``snapshot`` (``table`` with the spec in force
+    then) as changelog records of ``topic`` partition ``partition``, in restore order: from
+    its raw scan, or its RocksDB rows where the kind reads them (``needs_rows``); a key-value
+    store's records carry the commit's time. ``for_kafka``: as ``records_from_raw``.
+
+    Raises:
+        InvalidOptionError: as ``records_from_raw``.
+    """
+    spec = table.spec
+    if needs_rows(spec):
+        rows = partition_rows(table, partition, snapshot)
+        return records_from_raw(None, spec, topic, partition, rows=rows, for_kafka=for_kafka)
+    raw = raw_partition(table, partition, snapshot, Scan())
+    stamp = table.log.read(snapshot).timestamp_ms
+    return records_from_raw(
+        raw, spec, topic, partition, timestamp_ms=stamp, for_kafka=for_kafka
+    )
 
 
 __all__ = [
@@ -272,6 +290,7 @@ __all__ = [
     "export_partition",
     "kind_changelog",
     "needs_rows",
+    "partition_records",
     "raw_partition",
     "records_from_raw",
 ]

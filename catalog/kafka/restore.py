@@ -30,6 +30,8 @@ import pyarrow.compute as pc
 from catalog.kafka.changelog import KindChangelog, kind_changelog
 from catalog.kafka.records import check_topic
 from catalog.log.records import OffsetsUpdate, offsets_key, parse_offsets_key
+from catalog.log.spec import StoreSpec
+from catalog.staging import Stager
 from catalog.table import Table
 from stores.columns.changelog import group_bounds, no_headers
 from stores.columns.encode import whole
@@ -218,6 +220,8 @@ def import_changelog(
     overwrite: bool = False,
     creates: bool = False,
     offsets: Mapping[tuple[str, int], int] | None = None,
+    new_spec: StoreSpec | None = None,
+    read_version: int | None = None,
 ) -> ImportResult:
     """Apply Kafka changelog records to ``table`` as Kafka's restore of its kind would, as
     one commit (see the module doc).
@@ -233,6 +237,10 @@ def import_changelog(
         offsets: the offsets the store keeps after the import, instead of the records' own
             (a state directory's records are numbered in restore order; its offsets are the
             checkpoint's).
+        new_spec: with ``overwrite``: the store's new spec from this commit on
+            (``Table.commit``), by which the rows are staged and placed (a rescale's
+            partition count); its kind and parameters are the store's.
+        read_version: the commit whose state the records rewrite (``Table.commit``).
 
     Returns:
         What was applied, skipped and dropped, the commit, the offsets held now.
@@ -297,7 +305,7 @@ def import_changelog(
     others = {c: whole(rows.column(c)) for c in rows.column_names
               if c not in ("key", "value")}  # fmt: skip
     write_id = uuid.uuid4().hex
-    stager = table.stager(write_id)
+    stager = Stager(table.catalog.storage, new_spec or spec, write_id)
     stager.add_serialized(
         whole(rows.column("key")), whole(rows.column("value")), others,
         where=lambda row: f"the record at {_where(checked, record_of(int(source[row])))}",
@@ -308,7 +316,8 @@ def import_changelog(
     )
     try:
         record = table.commit(files, overwrite=overwrite, write_id=write_id,
-                              kafka_offsets=update, creates=creates)  # fmt: skip
+                              kafka_offsets=update, creates=creates, new_spec=new_spec,
+                              read_version=read_version)  # fmt: skip
     except BaseException:
         table.abort_write(write_id, files, base_id)
         raise

@@ -333,6 +333,21 @@ class CommitLog:
                     return record
         return None
 
+    def _check_unchanged(self, read_version: int, latest: int) -> None:
+        """Refuse a rewrite of the state at ``read_version`` once a later commit changed it.
+
+        Raises:
+            CommitConflictError: STORE_CHANGED, naming the commit.
+        """
+        for commit_id in range(read_version + 1, latest + 1):
+            if not self.read(commit_id).changes_nothing:
+                raise CommitConflictError(
+                    f"store {self.store_dir!r} changed in commit {commit_id} after this "
+                    f"rewrite read it at commit {read_version}; nothing was written: run it "
+                    "again",
+                    code="STORE_CHANGED",
+                )
+
     def publish(
         self,
         operation: str,
@@ -346,6 +361,7 @@ class CommitLog:
         new_spec: dict[str, Any] | None = None,
         spec_commit: int | None = None,
         kafka_offsets: OffsetsUpdate | None = None,
+        read_version: int | None = None,
     ) -> CommitRecord | None:
         """Publish the next commit record, retried on a lost race (appends commute).
 
@@ -357,7 +373,9 @@ class CommitLog:
         one is in force now, the write is refused. Every record carries the Kafka changelog
         offsets of its predecessor forward (``CommitRecord.kafka_offsets``); an ``overwrite``
         starts from none; ``kafka_offsets`` (a changelog import) sets those it applied, and
-        is refused if another commit moved them since the import read them.
+        is refused if another commit moved them since the import read them. With
+        ``read_version``, the write rewrites the state it read at that commit (a rescale): it
+        is refused if a commit that changes the state landed after it.
 
         Returns:
             The published record; None if ``txn`` was already committed (the write is skipped).
@@ -368,7 +386,8 @@ class CommitLog:
             CommitConflictError: another committer won every one of many attempts, or the
                 store's schema was replaced since ``spec_commit`` (SCHEMA_CHANGED), or
                 another import applied records of the same Kafka partitions meanwhile
-                (KAFKA_OFFSETS_MOVED).
+                (KAFKA_OFFSETS_MOVED), or the state changed after ``read_version``
+                (STORE_CHANGED).
         """
         if new_spec is not None and operation != "overwrite":
             raise InvalidOptionError(
@@ -394,6 +413,8 @@ class CommitLog:
                     "schema before it; nothing was written: plan the write again",
                     code="SCHEMA_CHANGED",
                 )
+            if read_version is not None:
+                self._check_unchanged(read_version, latest)
             offsets = _next_offsets(previous, operation, kafka_offsets, self.store_dir)
             if operation == "expire" and base is not None:
                 history_start = max(history_start, base)

@@ -1,0 +1,153 @@
+"""One store as users see it (``StoreTable``): a ``catalog.table.Table`` whose commits are
+followed by the compaction its catalog asks for, with the store's Kafka Streams routes
+(``catalog.kafka``). ``catalog.catalog.Catalog`` opens and creates them.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import pyarrow as pa
+
+from catalog.kafka import ImportResult, import_changelog, kafka_offsets, routes, write_state_dir
+from catalog.kafka.rescale import rescale
+from catalog.kafka.task_dirs import app_dir_of  # the application id checked: never a path
+from catalog.log.records import ChangelogFile, CommitRecord, OffsetsUpdate, Txn
+from catalog.log.spec import StoreSpec
+from catalog.operations import compaction
+from catalog.table import Table, Warehouse
+
+
+class StoreCatalog(Warehouse, Protocol):
+    """What a ``StoreTable`` needs of its catalog (``catalog.catalog.Catalog``)."""
+
+    @property
+    def compact_after_files(self) -> int:
+        """Compact after a commit the partitions a fresh cache would replay more files for
+        (0: never)."""
+
+
+class StoreTable(Table):
+    """One store as users see it: a ``Table`` (spec, log, writes, reads) whose ``commit`` is
+    followed by the compaction its catalog asks for (``compact_after_files``)."""
+
+    catalog: StoreCatalog
+
+    def commit(
+        self,
+        files: list[ChangelogFile],
+        *,
+        overwrite: bool = False,
+        write_id: str | None = None,
+        txn: Txn | None = None,
+        creates: bool = False,
+        new_spec: StoreSpec | None = None,
+        spec_commit: int | None = None,
+        kafka_offsets: OffsetsUpdate | None = None,
+        read_version: int | None = None,
+    ) -> CommitRecord | None:
+        """Publish staged files as the next commit (``Table.commit``: the arguments, returns
+        and raises are its), then compact the partitions that a fresh cache would have to
+        replay more than ``Catalog.compact_after_files`` changelog files for
+        (``catalog.operations.compaction.maybe_compact``: a failure there is logged, the
+        commit stands).
+        """
+        record = super().commit(
+            files, overwrite=overwrite, write_id=write_id, txn=txn, creates=creates,
+            new_spec=new_spec, spec_commit=spec_commit, kafka_offsets=kafka_offsets,
+            read_version=read_version,
+        )  # fmt: skip
+        if record is not None and self.catalog.compact_after_files:
+            compaction.maybe_compact(self, self.catalog.compact_after_files)
+        return record
+
+    # -- Kafka Streams (``catalog.kafka``) -------------------------------------------------------
+
+    def export_kafka_changelog(
+        self, application_id: str, *, store: str | None = None, snapshot: int | None = None
+    ) -> pa.Table:
+        """The store (at ``snapshot``, default the latest commit) as the changelog records of
+        ``<application_id>-<store>-changelog`` (``store`` default: this one's name) a Kafka
+        Streams application restores it from, each partition in restore order
+        (``catalog.kafka.RECORD_SCHEMA``; produce them keeping partition and timestamp).
+
+        Raises:
+            InvalidOptionError: a store not partitioned as the application
+                (``partitioner=kafka``), a record with a negative time.
+        """
+        return routes.export_changelog(self, application_id, store, snapshot)
+
+    def import_kafka_changelog(self, records: pa.Table, *, overwrite: bool = False) -> ImportResult:
+        """Apply Kafka changelog records (Spark's Kafka source shape: ``key``, ``value``,
+        ``topic``, ``partition``, ``offset``, ``timestamp``, ``headers``) with Kafka's
+        restore semantics, in one commit that keeps the last offset of each partition
+        (``catalog.kafka.import_changelog``).
+
+        Raises:
+            InvalidOptionError, SerdeError: bad records; nothing is written.
+        """
+        return import_changelog(self, records, overwrite=overwrite)
+
+    def kafka_offsets(self) -> dict[tuple[str, int], int]:
+        """The offset of the last Kafka changelog record applied per (topic, partition)."""
+        return kafka_offsets(self)
+
+    def kafka_starting_offsets(self) -> str:
+        """Spark's Kafka ``startingOffsets`` after the records applied (JSON, or "earliest")."""
+        return routes.starting_offsets(kafka_offsets(self))
+
+    def rescale(self, num_partitions: int) -> CommitRecord | None:
+        """Rewrite the store (``partitioner=kafka``) to ``num_partitions`` partitions in one
+        commit, as its Kafka Streams application's state would be had it run on that many
+        input partitions: each key in ``BuiltInPartitioner.partitionForKey(key,
+        num_partitions)``'s partition with its history, versions, windows, sessions and
+        headers. The exports then give the new layout. Each new partition's stream time is
+        what Kafka's restore of its new changelog observes, so what that restore expires is
+        dropped (see ``catalog.kafka.rescale``). Earlier commits keep their partition count
+        (``versionAsOf`` reads them as before); the Kafka changelog offsets the store held
+        name old partitions and are dropped.
+
+        Returns:
+            The commit; None, and nothing committed, if the store has that many partitions.
+
+        Raises:
+            InvalidOptionError: a store not placed by Kafka's partitioner
+                (PARTITIONER_MISMATCH), a count that is not an integer from 1 to 10000
+                (INVALID_PARTITION_COUNT).
+            CommitConflictError: the store changed while it was rewritten (STORE_CHANGED,
+                SCHEMA_CHANGED). Nothing is written then.
+        """
+        result = rescale(self, num_partitions)
+        return None if result is None or result.commit is None else self.log.read(result.commit)
+
+    def export_kafka_state_dir(
+        self,
+        state_dir: str,
+        application_id: str,
+        *,
+        kafka_version: str,
+        offsets: dict[int, int],
+        store: str | None = None,
+        subtopology: int = 0,
+        snapshot: int | None = None,
+    ) -> list[str]:
+        """Write the store as store ``store`` (default: this one's name) of a stopped Kafka
+        Streams application (``<state_dir>/<application_id>``): task directories that its
+        instance of ``kafka_version`` opens as its own, restoring nothing. ``offsets``:
+        partition -> the changelog offset of the last record the partition's state reflects
+        (produce ``export_kafka_changelog`` first). See ``catalog.kafka.write_state_dir``.
+
+        Returns:
+            The task directories written.
+
+        Raises:
+            InvalidOptionError: as ``catalog.kafka.write_state_dir``; nothing is written.
+        """
+        return write_state_dir(
+            self, app_dir_of(state_dir, application_id), store_name=store or self.spec.name,
+            kafka_version=kafka_version, subtopology=subtopology, offsets=offsets,
+            snapshot=snapshot,
+        )  # fmt: skip
+
+
+__all__ = ["StoreCatalog", "StoreTable"]
