@@ -19,9 +19,8 @@ from typing import Any
 import pyarrow as pa
 
 from catalog import faults
+from catalog.applications import KafkaApplications
 from catalog.commit import changelog_files
-from catalog.kafka import routes
-from catalog.kafka.task_dirs import app_dir_of  # the application id checked: never a path
 from catalog.kinds import OPTION_NAMES, kind_of
 from catalog.log.backends import storage_for
 from catalog.log.commits import CommitLog
@@ -38,7 +37,6 @@ from stores.errors import (
     CommitConflictError,
     CorruptDataError,
     InvalidOptionError,
-    StoreAlreadyExistsError,
     StoreNotFoundError,
 )
 from stores.serdes import serde_for
@@ -78,7 +76,7 @@ def resolve_root(root: str | None) -> str:
     return root or os.environ.get("STATE_STORE_ROOT") or DEFAULT_ROOT
 
 
-class Catalog:
+class Catalog(KafkaApplications):
     """Stores under one warehouse root.
 
     Args:
@@ -440,65 +438,3 @@ class Catalog:
         for commit_id in CommitLog(storage, name).listed_ids():  # ascending: the drop stays last
             storage.delete(name, COMMITS_DIR, record_name(commit_id))
         storage.delete(name, recursive=True)
-
-
-    # -- Kafka Streams state directories (``catalog.kafka``) --------------------------------------
-
-    def read_kafka_state_dir(
-        self,
-        state_dir: str,
-        application_id: str,
-        store: str,
-        kind: str,
-        *,
-        key_type: TypeJson = "binary",
-        value_type: TypeJson = "binary",
-        **params: Any,
-    ) -> pa.Table:
-        """The latest state of store ``store`` of a stopped Kafka Streams application
-        (``<state_dir>/<application_id>``, nothing written there), typed; ``kind`` and
-        ``params`` as the application builds it, the types decode its serdes' bytes.
-
-        Raises:
-            InvalidOptionError: as ``catalog.kafka.read_state_dir`` (a running instance's
-                directory, another kind's or an unknown column family, another segment
-                interval), or a bad kind, type or parameter.
-            StoreNotFoundError: no such directory.
-        """
-        spec = self.new_spec(store, kind, key_type, value_type, partitioner="kafka", **params)
-        return routes.read_state_dir_table(app_dir_of(state_dir, application_id), store, spec)
-
-    def import_kafka_state_dir(
-        self,
-        state_dir: str,
-        application_id: str,
-        store: str,
-        kind: str,
-        *,
-        name: str | None = None,
-        key_type: TypeJson = "binary",
-        value_type: TypeJson = "binary",
-        num_partitions: int | None = None,
-        **params: Any,
-    ) -> StoreTable:
-        """A new store (``name``, default ``store``) of ``read_kafka_state_dir``'s store, in
-        one commit that keeps the changelog offsets found (``.checkpoint``, or the ``offsets``
-        column family of 4.3+), from which ``import_kafka_changelog`` continues; Kafka's
-        partitioner, ``num_partitions`` at least the application's task partitions.
-
-        Raises:
-            InvalidOptionError: as ``read_kafka_state_dir``; nothing is created then.
-            StoreAlreadyExistsError: a store of that name exists.
-        """
-        app_dir = app_dir_of(state_dir, application_id)
-        count = routes.state_dir_partition_count(app_dir, store, num_partitions)
-        spec = self.new_spec(
-            name or store, kind, key_type, value_type, count, partitioner="kafka", **params
-        )
-        if self.exists(spec.name):
-            raise StoreAlreadyExistsError(
-                f"store {spec.name!r} exists under {self.root}; import under another name "
-                "(name=...)"
-            )
-        routes.import_state_dir(StoreTable(self, spec), app_dir, store)
-        return self.load(spec.name)

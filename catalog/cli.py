@@ -15,17 +15,29 @@
                                     --kafka-version V --offset P=OFFSET ... [--subtopology N]
                                     [--kafka-store S]
     state-store [--root URL] kafka-offsets STORE
+    state-store [--root URL] kafka-rescale STORE --partitions N [--dry-run]
+    state-store [--root URL] kafka-move STATE_DIR --application-id APP --store S --kind K
+                                    [--option NAME=VALUE ...] [--key-type T] [--value-type T]
+                                    --to-state-dir DIR --to-application-id NEW
+                                    --kafka-version V (--records FILE | --bootstrap-servers B)
+                                    [--partitions N] [--to-store S] [--as NAME]
+                                    [--to-option NAME=VALUE ...] [--subtopology N] [--dry-run]
 
 ``kafka-import`` makes a store of a stopped Kafka Streams application's state directory
 (``<STATE_DIR>/<APP>/``; the store's kind and its parameters as the application builds it, by
 their option names: ``--option retention="1 day"``); ``kafka-export`` writes a store as the
 application's task directories, with the changelog offset of each partition; ``kafka-offsets``
 shows the changelog offsets a store holds (and Spark's ``startingOffsets`` to continue).
+``kafka-rescale`` rewrites a ``partitioner=kafka`` store to another partition count;
+``kafka-move`` does a whole move of a stopped application's store to a new application id:
+import, rescale (``--partitions``), the new changelog records produced (``--bootstrap-servers``)
+or written to a Parquet file (``--records``), the new application's task directories.
 
 Every command takes ``--json`` for machine-readable output. Exit codes: 0 done, 1 the command
 failed (the message carries the error's code), 2 bad usage. ``compact`` and ``vacuum`` show a
-progress bar (tqdm) on stderr when it is a terminal and ``--json`` is not given; otherwise
-their output is only their result (and, for ``compact``, a line per partition on stderr).
+progress bar (tqdm) on stderr when it is a terminal and ``--json`` is not given, as do
+``kafka-rescale`` and ``kafka-move``; otherwise their output is only their result (and, for
+``compact``, a line per partition on stderr).
 """
 
 from __future__ import annotations
@@ -34,7 +46,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from catalog.catalog import Catalog
@@ -130,6 +142,46 @@ def _kafka_commands(commands: Any) -> None:
     commands.add_parser(
         "kafka-offsets", help="the Kafka changelog offsets a store holds"
     ).add_argument("store")
+    rescale = commands.add_parser(
+        "kafka-rescale", help="rewrite a partitioner=kafka store to another partition count"
+    )
+    rescale.add_argument("store")
+    rescale.add_argument("--partitions", type=int, required=True, help="the new partition count")
+    rescale.add_argument("--dry-run", action="store_true", help="report, commit nothing")
+    _kafka_move(commands)
+
+
+def _kafka_move(commands: Any) -> None:
+    move = commands.add_parser(
+        "kafka-move", help="a stopped application's store moved to a new application id"
+    )
+    move.add_argument("state_dir", help="the old application's state.dir")
+    move.add_argument("--application-id", required=True, help="its application.id")
+    move.add_argument("--store", required=True, help="the store's name in its topology")
+    move.add_argument("--kind", required=True, help="keyvalue, timestamped, versioned, ...")
+    move.add_argument(
+        "--option", action="append", default=[], metavar="NAME=VALUE",
+        help="a parameter of the kind, by its option name (retention, windowSize, ...)",
+    )  # fmt: skip
+    move.add_argument("--key-type", default="binary", help="the key's type (default binary)")
+    move.add_argument("--value-type", default="binary", help="the value's type")
+    move.add_argument("--to-state-dir", required=True, help="the new application's state.dir")
+    move.add_argument("--to-application-id", required=True, help="its application.id")
+    move.add_argument("--kafka-version", required=True, help="its Kafka Streams version")
+    move.add_argument("--partitions", type=int, help="its partition count (default: the old)")
+    move.add_argument("--to-store", help="its name of the store (default: --store)")
+    move.add_argument(
+        "--to-option", action="append", metavar="NAME=VALUE",
+        help="its store's parameters, if given: refused unless the old store's",
+    )  # fmt: skip
+    move.add_argument("--as", dest="name", help="the warehouse store made (default: --store)")
+    move.add_argument("--subtopology", type=int, default=0, help="its topic group id")
+    where = move.add_mutually_exclusive_group(required=True)
+    where.add_argument("--records", help="write the new changelog records to this Parquet file")
+    where.add_argument(
+        "--bootstrap-servers", help="produce them to the new changelog topic (the kafka extra)"
+    )
+    move.add_argument("--dry-run", action="store_true", help="check and report, write nothing")
 
 
 def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
@@ -142,23 +194,29 @@ def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
     return out
 
 
-def kafka_import(catalog: Catalog, args: argparse.Namespace) -> dict[str, Any]:
-    """``kafka-import``: the new store's name, rows and the offsets it holds."""
+def _store_params(options: list[str], flag: str) -> dict[str, Any]:
+    """Store parameters from ``NAME=VALUE`` options (option names, durations, booleans)."""
     from catalog.kinds import all_params
 
     by_option = {p.option.lower(): p for p in all_params()}
     params: dict[str, Any] = {}
-    for name, value in _pairs(args.option, "--option"):
+    for name, value in _pairs(options, flag):
         param = by_option.get(name.lower())
         if param is None:
             accepted = ", ".join(sorted(p.option for p in all_params()))
-            raise InvalidOptionError(f"--option {name!r} is no store parameter; accepted: {accepted}")
+            raise InvalidOptionError(f"{flag} {name!r} is no store parameter; accepted: {accepted}")
         if param.type == "duration":
             params[param.key] = parse_duration_ms(value, param.option)
         elif value.lower() in ("true", "false"):
             params[param.key] = value.lower() == "true"
         else:
-            raise InvalidOptionError(f"--option {name}={value!r}: accepted: true or false")
+            raise InvalidOptionError(f"{flag} {name}={value!r}: accepted: true or false")
+    return params
+
+
+def kafka_import(catalog: Catalog, args: argparse.Namespace) -> dict[str, Any]:
+    """``kafka-import``: the new store's name, rows and the offsets it holds."""
+    params = _store_params(args.option, "--option")
     table = catalog.import_kafka_state_dir(
         args.state_dir, args.application_id, args.store, args.kind, name=args.name,
         key_type=args.key_type, value_type=args.value_type, **params,
@@ -180,6 +238,49 @@ def kafka_export(catalog: Catalog, args: argparse.Namespace) -> dict[str, Any]:
         offsets=offsets, subtopology=args.subtopology, store=args.kafka_store,
     )  # fmt: skip
     return {"store": args.store, "task_dirs": written}
+
+
+def kafka_rescale(catalog: Catalog, args: argparse.Namespace) -> dict[str, Any]:
+    """``kafka-rescale``: the commit, or with ``--dry-run`` how the rows would be regrouped."""
+    from catalog.kafka.rescale import regroup
+
+    table = catalog.load(args.store)
+    before = table.spec.num_partitions
+    out: dict[str, Any] = {"store": args.store, "from": before, "to": args.partitions}
+    steps = before + (0 if args.dry_run else 1)  # each partition read, then the commit
+    bar = _bar(args, steps, "step", f"rescale {args.store}")
+    try:
+        if args.dry_run:
+            plan = regroup(table, args.partitions, _stepper(bar))
+            return {**out, "dry_run": True, "rows": plan.records.num_rows, "moved": plan.moved,
+                    "rows_by_partition": plan.rows_by_partition}  # fmt: skip
+        record = table.rescale(args.partitions, progress=_stepper(bar))
+    finally:
+        _finish(bar)
+    if record is None:
+        return {**out, "rescaled": False, "reason": f"the store has {before} partitions"}
+    return {**out, "rescaled": True, "commit": record.id, **record.summary}
+
+
+def kafka_move(catalog: Catalog, args: argparse.Namespace) -> dict[str, Any]:
+    """``kafka-move``: the plan (``--dry-run``) or what the move did."""
+    bar = _bar(args, None if args.dry_run else 4, "step", f"move {args.store}")
+    try:
+        plan = catalog.move_kafka_application(
+            args.state_dir, args.application_id, args.store, args.kind,
+            to_state_dir=args.to_state_dir, to_application_id=args.to_application_id,
+            kafka_version=args.kafka_version,
+            records=args.records or f"kafka://{args.bootstrap_servers}",
+            num_partitions=args.partitions, to_store=args.to_store, name=args.name,
+            key_type=args.key_type, value_type=args.value_type,
+            to_params=None if args.to_option is None
+            else _store_params(args.to_option, "--to-option"),
+            subtopology=args.subtopology, dry_run=args.dry_run, progress=_stepper(bar),
+            **_store_params(args.option, "--option"),
+        )  # fmt: skip
+    finally:
+        _finish(bar)
+    return plan.to_dict()
 
 
 def kafka_offsets(table: Any) -> dict[str, Any]:
@@ -288,6 +389,17 @@ def _finish(bar: tqdm[Any] | None) -> None:
         bar.close()
 
 
+def _stepper(bar: tqdm[Any] | None) -> Callable[[str], None]:
+    """A ``progress`` callback that moves ``bar`` one step, naming it."""
+
+    def step(name: str) -> None:
+        if bar is not None:
+            bar.set_postfix_str(name)
+            bar.update(1)
+
+    return step
+
+
 def _compact(catalog: Catalog, args: argparse.Namespace) -> Any:
     total = len(args.partitions) if args.partitions else catalog.load(args.store).spec.num_partitions
     bar = _bar(args, total, "partition", f"compact {args.store}")
@@ -372,6 +484,10 @@ def _run(args: argparse.Namespace) -> Any:
         return kafka_import(catalog, args)
     if args.command == "kafka-export":
         return kafka_export(catalog, args)
+    if args.command == "kafka-rescale":
+        return kafka_rescale(catalog, args)
+    if args.command == "kafka-move":
+        return kafka_move(catalog, args)
     if args.command == "kafka-offsets":
         return {"store": args.store, **kafka_offsets(catalog.load(args.store))}
     return _vacuum(catalog, args)

@@ -5,6 +5,7 @@ followed by the compaction its catalog asks for, with the store's Kafka Streams 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import pyarrow as pa
@@ -96,7 +97,9 @@ class StoreTable(Table):
         """Spark's Kafka ``startingOffsets`` after the records applied (JSON, or "earliest")."""
         return routes.starting_offsets(kafka_offsets(self))
 
-    def rescale(self, num_partitions: int) -> CommitRecord | None:
+    def rescale(
+        self, num_partitions: int, *, progress: Callable[[str], None] | None = None
+    ) -> CommitRecord | None:
         """Rewrite the store (``partitioner=kafka``) to ``num_partitions`` partitions in one
         commit, as its Kafka Streams application's state would be had it run on that many
         input partitions: each key in ``BuiltInPartitioner.partitionForKey(key,
@@ -105,7 +108,8 @@ class StoreTable(Table):
         what Kafka's restore of its new changelog observes, so what that restore expires is
         dropped (see ``catalog.kafka.rescale``). Earlier commits keep their partition count
         (``versionAsOf`` reads them as before); the Kafka changelog offsets the store held
-        name old partitions and are dropped.
+        name old partitions and are dropped. ``progress`` is told of each partition read and
+        of the commit.
 
         Returns:
             The commit; None, and nothing committed, if the store has that many partitions.
@@ -117,7 +121,7 @@ class StoreTable(Table):
             CommitConflictError: the store changed while it was rewritten (STORE_CHANGED,
                 SCHEMA_CHANGED). Nothing is written then.
         """
-        result = rescale(self, num_partitions)
+        result = rescale(self, num_partitions, progress)
         return None if result is None or result.commit is None else self.log.read(result.commit)
 
     def export_kafka_state_dir(

@@ -46,6 +46,7 @@ from catalog.kafka.task_dirs import (
     read_checkpoint,
     segment_name,
     table_format_version,
+    task_dirs,
     write_checkpoint,
 )
 from catalog.kafka.task_dirs import kafka_version as parse_kafka_version
@@ -106,26 +107,18 @@ def write_state_dir(
     """
     version = parse_kafka_version(kafka_version)
     spec = table.spec
-    _check_exportable(spec, version, store_name, subtopology, offsets)
+    check_export(spec, version, store_name, subtopology, offsets)
     snapshot = table.log.latest_id() if snapshot is None else snapshot
     table = table.at_commit(snapshot)
     spec = table.spec
-    _check_exportable(spec, version, store_name, subtopology, offsets)
+    check_export(spec, version, store_name, subtopology, offsets)
     topic = changelog_topic(application_id_of(app_dir), store_name)
     segmented = spec.kind in SEGMENT_TIME_FROM_END
     relative = store_name if segmented else os.path.join(DB_FILE_DIR, store_name)
     os.makedirs(app_dir, exist_ok=True)
     written = []
     with app_dir_unlocked(app_dir):
-        for partition in range(spec.num_partitions):
-            target = os.path.join(app_dir, f"{subtopology}_{partition}", relative)
-            if os.path.isdir(target) and os.listdir(target) or os.path.isfile(target):
-                raise InvalidOptionError(
-                    f"{target} exists and is not empty: Kafka Streams state of store "
-                    f"{store_name!r} is there already; delete it (with the application "
-                    "stopped) or write to another state directory",
-                    code="STORE_DIR_EXISTS",
-                )
+        _check_empty(app_dir, store_name, relative)
         for partition in range(spec.num_partitions):
             rows = partition_rows(table, partition, snapshot)
             offset = offsets.get(partition)
@@ -140,7 +133,40 @@ def write_state_dir(
     return written
 
 
-def _check_exportable(
+def check_target(app_dir: str, store_name: str, kind: str) -> None:
+    """Refuse a target application directory that a ``write_state_dir`` of store
+    ``store_name`` (of ``kind``) would refuse: locked, or holding the store already.
+
+    Raises:
+        InvalidOptionError: STATE_DIR_LOCKED, STORE_DIR_EXISTS.
+    """
+    if not os.path.isdir(app_dir):
+        return
+    segmented = kind in SEGMENT_TIME_FROM_END
+    relative = store_name if segmented else os.path.join(DB_FILE_DIR, store_name)
+    with app_dir_unlocked(app_dir):
+        _check_empty(app_dir, store_name, relative)
+
+
+def _check_empty(app_dir: str, store_name: str, relative: str) -> None:
+    """Refuse an application directory whose task directories (any partition: a store of
+    another partition count leaves others) hold store ``store_name`` already.
+
+    Raises:
+        InvalidOptionError: STORE_DIR_EXISTS, naming the directory.
+    """
+    for _, _, task in task_dirs(app_dir):
+        target = os.path.join(task, relative)
+        if os.path.isdir(target) and os.listdir(target) or os.path.isfile(target):
+            raise InvalidOptionError(
+                f"{target} exists and is not empty: Kafka Streams state of store "
+                f"{store_name!r} is there already; delete it (with the application "
+                "stopped) or write to another state directory",
+                code="STORE_DIR_EXISTS",
+            )
+
+
+def check_export(
     spec: StoreSpec,
     version: tuple[int, int],
     store_name: str,
@@ -327,4 +353,4 @@ def _write_database(
         os.unlink(os.path.join(path, "rocksdict-config.json"))
 
 
-__all__ = ["partition_rows", "write_state_dir"]
+__all__ = ["check_export", "check_target", "partition_rows", "write_state_dir"]

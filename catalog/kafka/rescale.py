@@ -26,7 +26,8 @@ kept from imports name partitions of the old layout: the rescale drops them.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -68,32 +69,47 @@ def check_rescale(table: Table, num_partitions: object) -> StoreSpec | None:
     return replace(table.spec, num_partitions=num_partitions)
 
 
-def rescale(table: Table, num_partitions: int) -> ImportResult | None:
-    """Rewrite ``table`` (``partitioner=kafka``) to ``num_partitions`` partitions in one
-    commit (see the module doc); None, and no commit, if it has that many already.
+@dataclass(frozen=True)
+class Regrouped:
+    """A store's state as changelog records, regrouped for another partition count.
 
-    Returns:
-        What the commit applied and dropped (``ImportResult.dropped``: records a new
-        partition's restore expires).
+    Attributes:
+        records: every new partition's records, in time order, numbered from 0 in each
+            (``offset``), their ``partition`` the new one.
+        moved: how many records change partition.
+        rows_by_partition: new partition -> its records.
+        snapshot: the commit they were read at.
+    """
+
+    records: pa.Table
+    moved: int
+    rows_by_partition: dict[int, int]
+    snapshot: int
+
+
+def regroup(
+    table: Table, num_partitions: int, progress: Callable[[str], None] | None = None
+) -> Regrouped:
+    """``table``'s state at its latest commit as records of ``num_partitions`` partitions
+    (see the module doc); ``progress`` is told of each partition read.
 
     Raises:
-        InvalidOptionError: as ``check_rescale``; nothing is written.
-        CommitConflictError: another writer committed meanwhile; nothing is written.
+        InvalidOptionError: as ``check_rescale``.
     """
-    new_spec = check_rescale(table, num_partitions)
-    if new_spec is None:
-        return None
+    check_rescale(table, num_partitions)
     snapshot = table.log.latest_id()
     # Read with the spec in force (a stale ``table`` then fails its commit: SCHEMA_CHANGED).
     current = table.at_commit(snapshot)
     topic = changelog_topic(current.spec.name, current.spec.name)
-    parts = [
-        partition_records(current, p, snapshot, topic, for_kafka=False)
-        for p in range(current.spec.num_partitions)
-    ]
+    parts = []
+    for p in range(current.spec.num_partitions):
+        parts.append(partition_records(current, p, snapshot, topic, for_kafka=False))
+        if progress is not None:
+            progress(f"partition {p}")
     records = pa.concat_tables(parts) if parts else RECORD_SCHEMA.empty_table()
     keys = _data_keys(records.column("key"), current.spec)
     targets = partitions_of(keys, num_partitions, "kafka")
+    moved = int((records.column("partition").to_numpy(zero_copy_only=False) != targets).sum())
     # Each new partition's records in time order (stable: one key's records keep theirs),
     # the order in which a restore drops none that the old partitions kept.
     times = records.column("timestamp").fill_null(-1).to_numpy(zero_copy_only=False)
@@ -107,9 +123,36 @@ def rescale(table: Table, num_partitions: int) -> ImportResult | None:
     regrouped = regrouped.set_column(
         regrouped.schema.get_field_index("partition"), "partition", pa.array(targets, pa.int32())
     ).append_column("offset", pa.array(offsets, pa.int64()))
+    counts = np.bincount(targets, minlength=num_partitions)
+    return Regrouped(regrouped, moved, {q: int(n) for q, n in enumerate(counts)}, snapshot)
+
+
+def rescale(
+    table: Table, num_partitions: int, progress: Callable[[str], None] | None = None
+) -> ImportResult | None:
+    """Rewrite ``table`` (``partitioner=kafka``) to ``num_partitions`` partitions in one
+    commit (see the module doc); None, and no commit, if it has that many already.
+    ``progress`` is told of each partition read and of the commit.
+
+    Returns:
+        What the commit applied and dropped (``ImportResult.dropped``: records a new
+        partition's restore expires).
+
+    Raises:
+        InvalidOptionError: as ``check_rescale``; nothing is written.
+        CommitConflictError: another writer committed meanwhile (STORE_CHANGED); nothing
+            is written.
+    """
+    new_spec = check_rescale(table, num_partitions)
+    if new_spec is None:
+        return None
+    plan = regroup(table, num_partitions, progress)
+    if progress is not None:
+        progress("commit")
     return import_changelog(
-        table, regrouped, overwrite=True, offsets={}, new_spec=new_spec, read_version=snapshot
-    )
+        table, plan.records, overwrite=True, offsets={}, new_spec=new_spec,
+        read_version=plan.snapshot,
+    )  # fmt: skip
 
 
 def _data_keys(keys: pa.ChunkedArray, spec: StoreSpec) -> pa.Array:
@@ -123,4 +166,4 @@ def _data_keys(keys: pa.ChunkedArray, spec: StoreSpec) -> pa.Array:
     return column.slices(column.starts, column.lengths - suffix)
 
 
-__all__ = ["check_rescale", "rescale"]
+__all__ = ["Regrouped", "check_rescale", "regroup", "rescale"]

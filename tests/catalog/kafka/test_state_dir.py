@@ -266,9 +266,10 @@ def test_an_export_holds_what_the_store_reads_and_imports_as_the_store(
     )
 
 
-@pytest.mark.parametrize(
-    "variant", [v for v, (kind, _) in VARIANTS.items() if kind in ("versioned", "window", "session")]
-)
+SEGMENTED = [v for v, (kind, _) in VARIANTS.items() if kind in ("versioned", "window", "session")]
+
+
+@pytest.mark.parametrize("variant", SEGMENTED)
 def test_a_directory_reads_as_it_imports(catalog: Catalog, app_dir: str, variant: str) -> None:
     """Reads equal imports (issue 37): a directory holding rows that a restore of its records
     would expire (Kafka keeps them until a write moves its stream time) is read, as it is
