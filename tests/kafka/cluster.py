@@ -37,6 +37,28 @@ kind                                        write
 ==========================================  ===================================================================
 
 Header-aware stores keep the record's headers without the control headers ``ws``, ``ss``, ``se``.
+
+An **aggregating** application (``aggregate=...``, issue 37) reads the key's state before each write
+and forwards one record per input record (the input's key, time and headers) to a sink topic,
+``<application_id>-output`` (created with the input's partition count), as Kafka's DSL aggregations
+do without their cache (``statestore.app.Aggregator``; BE64 = 8-byte big-endian long, ``+``
+concatenates):
+
+==============  =====================================  ========================================
+``aggregate``   kinds: write                           output value
+==============  =====================================  ========================================
+``"count"``     ``keyvalue``, ``timestamped``: the     ``BE64 count``
+                key's count (absent: 0) + 1, as BE64
+``"count"``     ``window``, ``timestamped_window``:    ``BE64 ws + BE64 count``
+                the count of window ``ws = time -
+                time % windowSizeMs`` + 1
+``"lookup"``    ``versioned``: ``put(key, value,       ``BE64 validTo + before's value``
+                time)`` after ``before = get(key,      (nothing: no version or a tombstone);
+                time)``                                ``validTo`` is ``put``'s answer
+==============  =====================================  ========================================
+
+A timestamped count's time is the larger of the old one and the record's (``KStreamAggregate``).
+
 Records with a null key are skipped (counted). ``params`` are the harness' (Kafka's names):
 ``retentionMs``, ``windowSizeMs``, ``segmentIntervalMs``, ``historyRetentionMs``,
 ``retainDuplicates``. The changelog is ``<application_id>-<store>-changelog``; the state lives in
@@ -364,8 +386,11 @@ class KafkaStreamsApp:
     dir, or on a wiped one). Use as a context manager.
 
     Attributes:
-        application_id, store, kind, params, partitions, state_dir, kafka_version: as given.
+        application_id, store, kind, params, partitions, state_dir, kafka_version, aggregate:
+            as given.
         input_topic: ``<application_id>-input`` (created with ``partitions`` partitions if missing).
+        output_topic: ``<application_id>-output`` of an aggregating application (created like
+            ``input_topic``), else None.
         changelog_topic: ``<application_id>-<store>-changelog``.
         app_dir: ``<state_dir>/<application_id>``.
         start_seconds: wall time of the last :meth:`start` (``KafkaStreams#start`` to RUNNING).
@@ -375,7 +400,7 @@ class KafkaStreamsApp:
                  store: str = "store", kind: str = "keyvalue", params: dict[str, Any] | None = None,
                  partitions: int = 1, kafka_version: str = KAFKA_VERSION,
                  processing_guarantee: str = "at_least_once", streams_config: dict[str, Any] | None = None,
-                 command: list[str] | None = None) -> None:
+                 command: list[str] | None = None, aggregate: str | None = None) -> None:
         self.broker = broker
         self.application_id = application_id
         self.state_dir = Path(state_dir)
@@ -383,13 +408,17 @@ class KafkaStreamsApp:
         self.partitions, self.kafka_version = partitions, kafka_version
         self.processing_guarantee = processing_guarantee
         self.streams_config = dict(streams_config or {})
+        self.aggregate = aggregate
         self.input_topic = f"{application_id}-input"
+        self.output_topic = f"{application_id}-output" if aggregate is not None else None
         self.changelog_topic = f"{application_id}-{store}-changelog"
         self.app_dir = self.state_dir / application_id
         self.start_seconds = 0.0
         self.started: dict[str, Any] = {}
-        if self.input_topic not in broker.admin.list_topics(timeout=30).topics:
-            broker.create_topic(self.input_topic, partitions)
+        topics = broker.admin.list_topics(timeout=30).topics
+        for topic in (self.input_topic, self.output_topic):
+            if topic is not None and topic not in topics:
+                broker.create_topic(topic, partitions)
         self._jvm = JsonLinesProcess(command or app_command(kafka_version))
         try:
             self.versions = self._jvm.call({"cmd": "ping"})
@@ -405,12 +434,15 @@ class KafkaStreamsApp:
 
     def config(self) -> dict[str, Any]:
         """The JSON config the JVM's ``start`` takes (see ``statestore.app.Instance``)."""
-        return {
+        config = {
             "bootstrap": self.broker.bootstrap, "application_id": self.application_id,
             "state_dir": str(self.state_dir), "store": self.store, "kind": self.kind,
             "params": self.params, "processing_guarantee": self.processing_guarantee,
             "streams": {k: str(v) for k, v in self.streams_config.items()},
         }
+        if self.aggregate is not None:
+            config.update(aggregate=self.aggregate, output=self.output_topic)
+        return config
 
     def start(self, timeout: float = 120.0) -> dict[str, Any]:
         """Start the application and wait until it is RUNNING (restoration done).
@@ -436,6 +468,17 @@ class KafkaStreamsApp:
     def produce(self, records: pa.Table) -> dict[int, int]:
         """:meth:`Broker.produce` to :attr:`input_topic`."""
         return self.broker.produce(self.input_topic, records)
+
+    def output(self) -> pa.Table:
+        """:meth:`Broker.consume` of :attr:`output_topic` (an aggregating application's output).
+
+        Raises:
+            ValueError: the application does not aggregate (it has no output topic).
+        """
+        if self.output_topic is None:
+            raise ValueError(f"application {self.application_id!r} has no output topic "
+                             "(aggregate=... makes one)")
+        return self.broker.consume(self.output_topic)
 
     def wait_processed(self, offsets: dict[int, int], timeout: float = 60.0) -> dict[int, int]:
         """Wait until the application's committed input offsets pass ``offsets`` (partition -> last

@@ -87,7 +87,8 @@ def kafka_app_factory(kafka_broker: Broker) -> Iterator[Callable[..., KafkaStrea
 
     ``kafka_app_factory(state_dir, *, application_id=None, store="store", kind="keyvalue",
     params=None, partitions=1, kafka_version="4.3.1", processing_guarantee="at_least_once",
-    streams_config=None)``: ``application_id`` defaults to a fresh unique name (topics outlive a
+    streams_config=None, aggregate=None)`` (``aggregate``: a counting or looking-up application
+    with an output topic, see ``tests/kafka/cluster.py``): ``application_id`` defaults to a fresh unique name (topics outlive a
     test: each application needs its own). The Maven build is the harness' (one per Kafka version,
     cached); each application is its own JVM, closed by the test (``with``) or at the session's end.
     """

@@ -22,6 +22,7 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -43,14 +44,18 @@ import statestore.harness.Variant;
  * <p>Topology: source {@code input} (ByteArray serdes) -> processor {@code writer}, which owns the store (the
  * harness' {@link Variant} builder: {@code Stores.*} persistent supplier, {@code Serdes.Bytes()} keys,
  * {@code Serdes.ByteArray()} values, change logging on, caching off) and writes each record to it; no sink.
- * See {@link Writer} for how a record becomes a write.
+ * See {@link Writer} for how a record becomes a write. With {@code aggregate} set: source {@code input} ->
+ * processor {@code aggregator} (the same store; see {@link Aggregator}: a count, or a versioned table's
+ * lookup) -> sink {@code output} (ByteArray serdes; the topic must exist).
  *
  * <p>Config ({@code "config"} of {@code start}): {@code bootstrap}, {@code application_id}, {@code state_dir},
  * {@code store}, {@code kind} (a harness variant; {@code keyvalue} = {@code key_value}), {@code params} (the
  * harness' params: retentionMs, windowSizeMs, segmentIntervalMs, historyRetentionMs, retainDuplicates),
  * optional {@code input} (default {@code <application_id>-input}), {@code processing_guarantee} (default
  * at_least_once), {@code commit_interval_ms} (default 100), {@code timeout_ms} (for RUNNING, default 60 000),
- * {@code streams} (more StreamsConfig entries, strings).
+ * {@code streams} (more StreamsConfig entries, strings), optional {@code aggregate} ({@code count} or
+ * {@code lookup}; absent or null: the {@link Writer}) and {@code output} (the sink topic of an aggregating
+ * application, default {@code <application_id>-output}).
  */
 final class Instance {
     static final String KAFKA_VERSION = kafkaVersion();
@@ -59,6 +64,9 @@ final class Instance {
     private final String applicationId;
     private final String store;
     private final String input;
+    /** The aggregation (see {@link Aggregator}), or null: the {@link Writer} and no sink. */
+    private final String aggregate;
+    private final String output;
     private final Variant variant;
     private final Topology topology;
     private final KafkaStreams streams;
@@ -82,10 +90,22 @@ final class Instance {
         this.input = config.path("input").asText(applicationId + "-input");
         final String kind = required("kind");
         this.variant = Variant.of(kind.equals("keyvalue") ? "key_value" : kind, config.path("params"), store);
+        final JsonNode aggregateNode = config.get("aggregate");
+        this.aggregate = aggregateNode == null || aggregateNode.isNull() ? null : aggregateNode.asText();
+        this.output = aggregate == null ? null : config.path("output").asText(applicationId + "-output");
         this.topology = new Topology();
         topology.addSource("input", new ByteArrayDeserializer(), new ByteArrayDeserializer(), input);
-        topology.addProcessor("writer", () -> new Writer(variant, kind, store, processed, skipped), "input");
-        topology.addStateStore(variant.builder(), "writer");
+        if (aggregate == null) {
+            topology.addProcessor("writer", () -> new Writer(variant, kind, store, processed, skipped), "input");
+            topology.addStateStore(variant.builder(), "writer");
+        } else {
+            Aggregator.check(aggregate, kind);
+            final long windowSize = variant.effectiveParams().path("windowSizeMs").asLong(0);
+            topology.addProcessor("aggregator",
+                () -> new Aggregator(aggregate, kind, store, windowSize, processed, skipped), "input");
+            topology.addStateStore(variant.builder(), "aggregator");
+            topology.addSink("output", output, new ByteArraySerializer(), new ByteArraySerializer(), "aggregator");
+        }
 
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
@@ -200,6 +220,9 @@ final class Instance {
         out.put("start_ms", (System.nanoTime() - t0) / 1_000_000);
         out.set("params", variant.effectiveParams());
         out.set("restored", restoredCounts().get("partitions"));
+        if (output != null) {
+            out.put("output", output);
+        }
         return out;
     }
 
