@@ -95,6 +95,7 @@ class Stager:
         columns: Mapping[str, pa.Array] | None = None,
         *,
         where: Callable[[int], str] | None = None,
+        partitions: np.ndarray | None = None,
     ) -> None:
         """``add`` of rows whose keys and values are serialized already (binary, as Kafka's
         serializers of the store's types write them: a changelog's records), kept as they
@@ -103,6 +104,8 @@ class Stager:
 
         Args:
             where: what to call row ``i`` in an error (default ``row i``).
+            partitions: each row's partition, which the caller computed with the spec's
+                partitioner (a rescale): not computed again.
 
         Raises:
             SerdeError: a key or value the store's type cannot decode, naming its row
@@ -111,7 +114,7 @@ class Stager:
         """
         _check_keys(keys)
         self._check_decodable(keys, values, where)
-        self._keep(keys.cast(pa.binary()), values.cast(pa.binary()), columns)
+        self._keep(keys.cast(pa.binary()), values.cast(pa.binary()), columns, partitions)
 
     def _check_decodable(
         self,
@@ -144,7 +147,11 @@ class Stager:
                 ) from exc
 
     def _keep(
-        self, key_bytes: pa.Array, value_bytes: pa.Array, columns: Mapping[str, pa.Array] | None
+        self,
+        key_bytes: pa.Array,
+        value_bytes: pa.Array,
+        columns: Mapping[str, pa.Array] | None,
+        partitions: np.ndarray | None = None,
     ) -> None:
         """Check the rest of a batch of serialized rows and keep it, cut by partition."""
         spec = self.spec
@@ -167,7 +174,11 @@ class Stager:
         if spec.num_partitions == 1:
             self._keep_piece(0, rows)
             return
-        parts = partitions_of(key_bytes, spec.num_partitions, spec.partitioner)
+        parts = (
+            partitions_of(key_bytes, spec.num_partitions, spec.partitioner)
+            if partitions is None
+            else partitions
+        )
         # A stable sort keeps each partition's rows in their input order (a radix sort of
         # bytes where the partitions fit one).
         narrow = parts.astype(np.uint8) if spec.num_partitions <= 256 else parts

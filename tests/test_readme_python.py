@@ -100,11 +100,20 @@ def test_every_python_block_of_the_readme_runs(
 
     catalog = Catalog(root)
     assert sorted(catalog.list()) == [
-        "clicks", "counts", "counts_copy", "counts_mirror", "page_counts", "rates", "s"
+        "clicks", "counts", "counts_copy", "counts_mirror", "counts_v2", "page_counts", "rates",
+        "s",
     ]  # fmt: skip
     assert sorted(r["key"] for r in catalog.load("counts_copy").to_arrow().to_pylist()) == [
         "alice", "bob", "carol"
     ]  # fmt: skip
+    # Rescale and move: both stores on 3 partitions, the move's records and directories there.
+    assert [catalog.load(n).spec.num_partitions for n in ("counts_copy", "counts_v2")] == [3, 3]
+    plan = namespace["plan"]
+    assert plan.num_partitions == 3 and sum(plan.rows_by_partition.values()) == 3
+    assert (tmp_path / "tmp" / "clicks-v2-counts.parquet").exists()
+    assert all(Path(d).parent == tmp_path / "tmp" / "kafka-state-v2" / "clicks-v2"
+               for d in plan.task_dirs)  # fmt: skip
+    assert set(namespace["new_records"].column("partition").to_pylist()) <= {0, 1, 2}
     mirror = {r["key"]: r["value"] for r in catalog.load("counts_mirror").to_arrow().to_pylist()}
     assert mirror == {"alice": 3, "bob": 5, "carol": 1}
     priced = sorted(tuple(r)[:4] for r in namespace["priced"].collect())

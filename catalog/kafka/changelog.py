@@ -50,8 +50,15 @@ class KindChangelog:
     min_key: int = 0
     needs_time: bool = False
     #: Records from the store's RocksDB rows instead of its raw scan, for a kind whose raw
-    #: scan leaves out what a restore rebuilds (a versioned store's tombstone entries).
+    #: scan leaves out what a restore rebuilds (a versioned store's tombstone entries), where
+    #: ``rows_needed`` says a partition's state (snapshot runs, commits' tables) has some.
     of_rows: Callable[[Runs, dict[str, Any]], pa.Table] | None = None
+    rows_needed: Callable[[Runs, list[pa.Table]], bool] | None = None
+    #: Its restore drops a record that comes later than others of a newer time (a versioned
+    #: store's grace rule): records merged from several partitions go in time order. The
+    #: others take any order (a window's or session's restore first advances to the batch's
+    #: latest time; a key-value one overwrites, and a key is in one partition).
+    time_ordered: bool = False
 
 
 #: Each kind's changelog, by kind name (``catalog.kinds``).
@@ -60,7 +67,8 @@ KIND_CHANGELOGS: dict[str, KindChangelog] = {
     "timestamped": KindChangelog(timestamped.changelog_columns, timestamped.store_columns),
     "versioned": KindChangelog(
         versioned.changelog_columns, versioned.store_columns, needs_time=True,
-        of_rows=versioned.changelog_rows,
+        of_rows=versioned.changelog_rows, rows_needed=versioned.has_tombstone_entries,
+        time_ordered=True,
     ),
     "window": KindChangelog(
         window.changelog_columns, window.store_columns, min_key=window.MIN_CHANGELOG_KEY
@@ -267,16 +275,22 @@ def partition_records(
     """Store partition ``partition`` at commit ``snapshot`` (``table`` with the spec in force
     then) as changelog records of ``topic`` partition ``partition``, in restore order: from
     its raw scan, or its RocksDB rows where the kind reads them (``needs_rows``); a key-value
-    store's records carry the commit's time. ``for_kafka``: as ``records_from_raw``.
+    store's records carry the commit's time (a versioned store's come from its rows only
+    where its state has tombstone entries: ``KindChangelog.rows_needed``). ``for_kafka``: as
+    ``records_from_raw``.
 
     Raises:
         InvalidOptionError: as ``records_from_raw``.
     """
     spec = table.spec
-    if needs_rows(spec):
-        rows = partition_rows(table, partition, snapshot)
-        return records_from_raw(None, spec, topic, partition, rows=rows, for_kafka=for_kafka)
-    raw = raw_partition(table, partition, snapshot, Scan())
+    changelog = kind_changelog(spec)
+    if changelog.rows_needed is not None and snapshot:
+        runs, commits = table.partition_cache(partition).columns_at(snapshot)
+        if changelog.rows_needed(runs, commits):
+            rows = partition_rows(table, partition, snapshot)
+            return records_from_raw(None, spec, topic, partition, rows=rows, for_kafka=for_kafka)
+    scan = Scan(all_versions=True) if table.kind.supports_as_of else Scan()
+    raw = raw_partition(table, partition, snapshot, scan)
     stamp = table.log.read(snapshot).timestamp_ms
     return records_from_raw(
         raw, spec, topic, partition, timestamp_ms=stamp, for_kafka=for_kafka

@@ -222,6 +222,7 @@ def import_changelog(
     offsets: Mapping[tuple[str, int], int] | None = None,
     new_spec: StoreSpec | None = None,
     read_version: int | None = None,
+    placed: bool = False,
 ) -> ImportResult:
     """Apply Kafka changelog records to ``table`` as Kafka's restore of its kind would, as
     one commit (see the module doc).
@@ -241,6 +242,8 @@ def import_changelog(
             (``Table.commit``), by which the rows are staged and placed (a rescale's
             partition count); its kind and parameters are the store's.
         read_version: the commit whose state the records rewrite (``Table.commit``).
+        placed: each record's ``partition`` is its key's partition in the store (a rescale
+            computed it with the store's partitioner): not computed again.
 
     Returns:
         What was applied, skipped and dropped, the commit, the offsets held now.
@@ -306,9 +309,14 @@ def import_changelog(
               if c not in ("key", "value")}  # fmt: skip
     write_id = uuid.uuid4().hex
     stager = Stager(table.catalog.storage, new_spec or spec, write_id)
+    partitions = None
+    if placed:
+        given = data.column("partition").to_numpy(zero_copy_only=False)
+        partitions = given[source].astype(np.int32)
     stager.add_serialized(
         whole(rows.column("key")), whole(rows.column("value")), others,
         where=lambda row: f"the record at {_where(checked, record_of(int(source[row])))}",
+        partitions=partitions,
     )  # fmt: skip
     files = stager.flush()
     update = OffsetsUpdate(

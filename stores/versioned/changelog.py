@@ -174,6 +174,21 @@ def changelog_rows(rows: dict[str, tuple[pa.Array, pa.Array]], params: dict[str,
     )
 
 
+def has_tombstone_entries(
+    runs: dict[str, tuple[pa.Array, pa.Array]], commits: Sequence[pa.Table]
+) -> bool:
+    """Whether a partition's state (a snapshot's rows, the changelog tables of the commits
+    after it) may hold a tombstone entry, which only ``changelog_rows`` exports: a tombstone
+    among the commits' rows or the snapshot's entries. Without one, a raw scan of every
+    version tells the whole history (``changelog_columns``)."""
+    if any(t.num_rows and t.column("value").null_count for t in commits):
+        return True
+    if not runs or not any(len(keys) for keys, _ in runs.values()):
+        return False
+    base = snapshot_records(runs)
+    return base is None or bool(base.records.column("value").slice(base.implied).null_count)
+
+
 def _by_key_and_start(keys: pa.Array, starts: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
     """The order of rows by (key bytes, start) (None: they are in it, as a scan gives them)
     and, in that order, where each key's rows begin."""
@@ -239,6 +254,7 @@ __all__ = [
     "VersionedChangeLogging",
     "changelog_columns",
     "changelog_rows",
+    "has_tombstone_entries",
     "restore_batch",
     "store_columns",
 ]
