@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -37,13 +37,22 @@ from stores.versioned import changelog as versioned
 from stores.window import changelog as window
 
 
+class ChangelogColumns(Protocol):
+    """A kind's raw scan as changelog columns (``stores/<kind>/changelog.py``)."""
+
+    def __call__(
+        self, raw: pa.Table, params: dict[str, Any], timestamp_ms: int, *, in_time: bool = True
+    ) -> pa.Table:
+        """The records, in restore order (``in_time``), or in the raw scan's order."""
+
+
 @dataclass(frozen=True)
 class KindChangelog:
     """A kind's changelog by column (``stores/<kind>/changelog.py``): raw scan to records,
     records to a write's rows; the shortest changelog key (window and session keys carry a
     suffix); whether a record's time is a stored time that must be >= 0."""
 
-    changelog_columns: Callable[[pa.Table, dict[str, Any], int], pa.Table]
+    changelog_columns: ChangelogColumns
     store_columns: Callable[
         [pa.Table, np.ndarray, dict[str, Any]], tuple[pa.Table, np.ndarray, int]
     ]
@@ -149,7 +158,8 @@ def records_from_raw(
             whose raw scan leaves out what a restore rebuilds reads instead
             (``KindChangelog.of_rows``).
         for_kafka: the records go to Kafka; False: only this library reads them back (a
-            rescale), and a record with an unknown time keeps it (null).
+            rescale): a record with an unknown time keeps it (null), and the records come
+            in the raw scan's order (the caller orders them).
 
     Raises:
         InvalidOptionError: a record would have a negative or unknown time, which Kafka's
@@ -164,8 +174,9 @@ def records_from_raw(
         if raw is None:
             raise ValueError(f"a {spec.kind} store's records come from its raw scan: give raw")
         columns = changelog.changelog_columns(
-            raw, spec.params, int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-        )
+            raw, spec.params, int(time.time() * 1000) if timestamp_ms is None else timestamp_ms,
+            in_time=for_kafka,
+        )  # fmt: skip
     stamps = columns.column("timestamp")
     negative = pc.or_kleene(pc.is_null(stamps), pc.less(stamps, 0))
     if for_kafka and pc.any(negative).as_py():
@@ -206,15 +217,17 @@ def _record_headers(raw: pa.Array) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, empty, type=HEADERS_TYPE)
 
 
-def raw_partition(table: Table, partition: int, snapshot: int, scan: Scan) -> pa.Table:
+def raw_partition(
+    table: Table, partition: int, snapshot: int, scan: Scan, *, key_order: bool = True
+) -> pa.Table:
     """Partition ``partition``'s raw scan at commit ``snapshot`` (``Layout.raw_schema``):
-    computed from its changelog columns where the kind can, else the typed read encoded
-    back to bytes."""
+    computed from its changelog columns where the kind can (in key order, or in write
+    order: ``StoreKind.scan_columns``), else the typed read encoded back to bytes."""
     schema = table.layout.raw_schema()
     if snapshot == 0:
         return schema.empty_table()
     runs, commits = table.partition_cache(partition).columns_at(snapshot)
-    result = table.kind.scan_columns(runs, commits, table.spec.params, scan)
+    result = table.kind.scan_columns(runs, commits, table.spec.params, scan, key_order=key_order)
     if result is not STORE_MUST_ANSWER:
         return result.select(schema.names).cast(schema)
     typed = pa.Table.from_batches(
@@ -290,7 +303,7 @@ def partition_records(
             rows = partition_rows(table, partition, snapshot)
             return records_from_raw(None, spec, topic, partition, rows=rows, for_kafka=for_kafka)
     scan = Scan(all_versions=True) if table.kind.supports_as_of else Scan()
-    raw = raw_partition(table, partition, snapshot, scan)
+    raw = raw_partition(table, partition, snapshot, scan, key_order=for_kafka)
     stamp = table.log.read(snapshot).timestamp_ms
     return records_from_raw(
         raw, spec, topic, partition, timestamp_ms=stamp, for_kafka=for_kafka

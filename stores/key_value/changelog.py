@@ -75,7 +75,9 @@ def restore_batch(store: KeyValueStore, records: Sequence[ChangelogRecord]) -> i
     return 0
 
 
-def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+def changelog_columns(
+    raw: pa.Table, params: dict[str, Any], timestamp_ms: int, *, in_time: bool = True
+) -> pa.Table:
     """A raw scan (``key``, ``value``) as changelog columns (``stores.columns.changelog``),
     ``timestamp_ms`` in every row, in scan order."""
     n = raw.num_rows

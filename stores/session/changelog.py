@@ -132,17 +132,20 @@ def restore_batch(store: AnySessionStore, records: Sequence[ChangelogRecord]) ->
 MIN_CHANGELOG_KEY = SUFFIX_SIZE
 
 
-def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+def changelog_columns(
+    raw: pa.Table, params: dict[str, Any], timestamp_ms: int, *, in_time: bool = True
+) -> pa.Table:
     """A raw scan (``key``, ``value``, ``session_start``, ``session_end``[, ``headers``]) as
     changelog columns (``stores.columns.changelog``), ascending by session end (see the
-    module doc; ``timestamp_ms`` is unused)."""
+    module doc; ``timestamp_ms`` is unused); in the raw scan's order without ``in_time``
+    (records this library applies itself, in one batch: a rescale)."""
     n = raw.num_rows
     starts = raw.column("session_start").to_numpy(zero_copy_only=False).astype(np.int64)
     ends = raw.column("session_end").to_numpy(zero_copy_only=False).astype(np.int64)
     headers = raw.column("headers") if params.get("headers") else no_headers(n)
     rest = pa.table({"value": raw.column("value"), "timestamp": pa.array(ends), "headers": headers})
     order = None
-    if not (ends[1:] >= ends[:-1]).all():
+    if in_time and not (ends[1:] >= ends[:-1]).all():
         order = np.argsort(ends, kind="stable")
         rest = rest.take(pa.array(order))
     keys = whole(raw.column("key")) if n else pa.array([], pa.binary())

@@ -119,7 +119,9 @@ def restore_batch(store: AnyTimestampedStore, records: Sequence[ChangelogRecord]
     return 0
 
 
-def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+def changelog_columns(
+    raw: pa.Table, params: dict[str, Any], timestamp_ms: int, *, in_time: bool = True
+) -> pa.Table:
     """A raw scan (``key``, ``value``, ``timestamp``[, ``headers``]) as changelog columns
     (``stores.columns.changelog``), in scan order; ``timestamp_ms`` is unused (each value
     has its own time)."""

@@ -89,11 +89,14 @@ def restore_batch(store: VersionedKeyValueStore, records: Sequence[ChangelogReco
     return dropped
 
 
-def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+def changelog_columns(
+    raw: pa.Table, params: dict[str, Any], timestamp_ms: int, *, in_time: bool = True
+) -> pa.Table:
     """A raw scan of all versions (``key``, ``value``, ``valid_from``, ``valid_to``, null
     for a key's open version) as changelog columns (``stores.columns.changelog``): puts at
     ``valid_from`` and tombstones where a version ends without a successor, ascending in
-    time (``timestamp_ms`` is unused)."""
+    time (``timestamp_ms`` is unused). Without ``in_time``, puts in the raw scan's order, then
+    tombstones (the caller orders them: a rescale)."""
     n = raw.num_rows
     keys = whole(raw.column("key")) if n else pa.array([], pa.binary())
     starts = raw.column("valid_from").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -113,14 +116,16 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     # Record j: the put of raw row rows[j], or (past n) the tombstone ending raw row rows[j].
     rows = np.concatenate([np.arange(n), ended])
     times = np.concatenate([starts, ends[ended]])
-    in_time = np.argsort(times, kind="stable")
-    picked = rows[in_time]
+    in_time_order = (
+        np.argsort(times, kind="stable") if in_time else np.arange(len(times), dtype=np.int64)
+    )
+    picked = rows[in_time_order]
     values = whole(raw.column("value")) if n else pa.array([], pa.binary())
     return pa.table(
         {
             "key": keys.take(pa.array(picked)),
-            "value": values.take(pa.array(picked, mask=in_time >= n)),
-            "timestamp": pa.array(times[in_time]),
+            "value": values.take(pa.array(picked, mask=in_time_order >= n)),
+            "timestamp": pa.array(times[in_time_order]),
             "headers": no_headers(len(times)),
         }
     )

@@ -185,10 +185,13 @@ def restore_batch(store: AnyWindowStore, records: Sequence[ChangelogRecord]) -> 
 MIN_CHANGELOG_KEY = SUFFIX_SIZE
 
 
-def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) -> pa.Table:
+def changelog_columns(
+    raw: pa.Table, params: dict[str, Any], timestamp_ms: int, *, in_time: bool = True
+) -> pa.Table:
     """A raw scan (``key``, ``value``, ``window_start``, ``window_end``[, ``timestamp``][,
     ``headers``]) as changelog columns (``stores.columns.changelog``), ascending by window
-    start (see the module doc; ``timestamp_ms`` is unused)."""
+    start (see the module doc; ``timestamp_ms`` is unused); in the raw scan's order without
+    ``in_time`` (records this library applies itself, in one batch: a rescale)."""
     n = raw.num_rows
     keys = whole(raw.column("key")) if n else pa.array([], pa.binary())
     starts = raw.column("window_start").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -200,11 +203,11 @@ def changelog_columns(raw: pa.Table, params: dict[str, Any], timestamp_ms: int) 
     times = raw.column("timestamp") if params.get("timestamped") else pa.array(starts)
     headers = raw.column("headers") if params.get("headers") else no_headers(n)
     rest = pa.table({"value": raw.column("value"), "timestamp": times, "headers": headers})
-    in_time = None
-    if not (starts[1:] >= starts[:-1]).all():
-        in_time = np.argsort(starts, kind="stable")
-        rest = rest.take(pa.array(in_time))
-    binary = suffixed_keys(keys, [(starts, TIMESTAMP_SIZE), (seqs, SEQNUM_SIZE)], in_time)
+    by_start = None
+    if in_time and not (starts[1:] >= starts[:-1]).all():
+        by_start = np.argsort(starts, kind="stable")
+        rest = rest.take(pa.array(by_start))
+    binary = suffixed_keys(keys, [(starts, TIMESTAMP_SIZE), (seqs, SEQNUM_SIZE)], by_start)
     return rest.add_column(0, "key", binary)
 
 
