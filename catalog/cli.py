@@ -115,16 +115,7 @@ def _kafka_commands(commands: Any) -> None:
     kafka_in = commands.add_parser(
         "kafka-import", help="a store made of a stopped Kafka Streams application's state dir"
     )
-    kafka_in.add_argument("state_dir", help="the application's state.dir")
-    kafka_in.add_argument("--application-id", required=True, help="its application.id")
-    kafka_in.add_argument("--store", required=True, help="the store's name in its topology")
-    kafka_in.add_argument("--kind", required=True, help="keyvalue, timestamped, versioned, ...")
-    kafka_in.add_argument(
-        "--option", action="append", default=[], metavar="NAME=VALUE",
-        help="a parameter of the kind, by its option name (retention, windowSize, ...)",
-    )  # fmt: skip
-    kafka_in.add_argument("--key-type", default="binary", help="the key's type (default binary)")
-    kafka_in.add_argument("--value-type", default="binary", help="the value's type")
+    _source_arguments(kafka_in, "the application's state.dir")
     kafka_in.add_argument("--as", dest="name", help="the new store's name (default: --store)")
     kafka_out = commands.add_parser(
         "kafka-export", help="a store written as a Kafka Streams application's task dirs"
@@ -151,20 +142,26 @@ def _kafka_commands(commands: Any) -> None:
     _kafka_move(commands)
 
 
+def _source_arguments(command: argparse.ArgumentParser, state_dir: str) -> None:
+    """The arguments that name a stopped application's store: its state.dir, application
+    id, store name, kind, the kind's options and the key and value types."""
+    command.add_argument("state_dir", help=state_dir)
+    command.add_argument("--application-id", required=True, help="its application.id")
+    command.add_argument("--store", required=True, help="the store's name in its topology")
+    command.add_argument("--kind", required=True, help="keyvalue, timestamped, versioned, ...")
+    command.add_argument(
+        "--option", action="append", default=[], metavar="NAME=VALUE",
+        help="a parameter of the kind, by its option name (retention, windowSize, ...)",
+    )  # fmt: skip
+    command.add_argument("--key-type", default="binary", help="the key's type (default binary)")
+    command.add_argument("--value-type", default="binary", help="the value's type")
+
+
 def _kafka_move(commands: Any) -> None:
     move = commands.add_parser(
         "kafka-move", help="a stopped application's store moved to a new application id"
     )
-    move.add_argument("state_dir", help="the old application's state.dir")
-    move.add_argument("--application-id", required=True, help="its application.id")
-    move.add_argument("--store", required=True, help="the store's name in its topology")
-    move.add_argument("--kind", required=True, help="keyvalue, timestamped, versioned, ...")
-    move.add_argument(
-        "--option", action="append", default=[], metavar="NAME=VALUE",
-        help="a parameter of the kind, by its option name (retention, windowSize, ...)",
-    )  # fmt: skip
-    move.add_argument("--key-type", default="binary", help="the key's type (default binary)")
-    move.add_argument("--value-type", default="binary", help="the value's type")
+    _source_arguments(move, "the old application's state.dir")
     move.add_argument("--to-state-dir", required=True, help="the new application's state.dir")
     move.add_argument("--to-application-id", required=True, help="its application.id")
     move.add_argument("--kafka-version", required=True, help="its Kafka Streams version")

@@ -7,9 +7,6 @@ write nothing. The same move against a real broker and application: ``tests/kafk
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +19,7 @@ from catalog.kafka.export_dir import write_state_dir
 from catalog.partitioner import partitions_of
 from stores.errors import InvalidOptionError, StoreAlreadyExistsError
 from tests.catalog.kafka.test_state_dir import VARIANTS, build, canonical
+from tests.catalog.kafka.test_state_dir_errors import holding_the_lock
 
 OLD, NEW = "old-app", "new-app"
 
@@ -95,20 +93,7 @@ def test_a_dry_run_checks_and_writes_nothing(
 @pytest.fixture
 def locked_target(tmp_path: Path) -> Iterator[None]:
     """The new application's directory locked by another process (a running instance)."""
-    app_dir = tmp_path / "new" / NEW
-    app_dir.mkdir(parents=True)
-    holder = textwrap.dedent(
-        f"""
-        import fcntl, os, sys
-        fd = os.open({str(app_dir / ".lock")!r}, os.O_RDWR | os.O_CREAT)
-        fcntl.lockf(fd, fcntl.LOCK_EX)
-        print("locked", flush=True)
-        sys.stdin.read()
-        """
-    )
-    with subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, text=True) as child:  # fmt: skip
-        assert child.stdout is not None and child.stdout.readline() == "locked\n"
+    with holding_the_lock(str(tmp_path / "new" / NEW)):
         yield
 
 

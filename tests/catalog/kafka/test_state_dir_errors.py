@@ -7,6 +7,7 @@ interval (``AbstractSegments.segmentIdFromSegmentName``), and a store in the old
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -47,6 +48,13 @@ def respec(spec: StoreSpec, kind: str, **params: object) -> StoreSpec:
 
 @pytest.fixture
 def locked(app_dir: str) -> Iterator[None]:
+    """The app dir's ``.lock`` held by another process (``holding_the_lock``)."""
+    with holding_the_lock(app_dir):
+        yield
+
+
+@contextlib.contextmanager
+def holding_the_lock(app_dir: str) -> Iterator[None]:
     """The app dir's ``.lock`` held by another process, as a running Kafka Streams instance
     holds it (a POSIX record lock: per process, so not takeable from this one's other fds)."""
     os.makedirs(app_dir, exist_ok=True)
