@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from catalog.kafka.changelog import check_exportable, kind_changelog, partition_records
-from catalog.kafka.records import RECORD_SCHEMA, changelog_topic
+from catalog.kafka.records import RECORD_SCHEMA
 from catalog.kafka.restore import ImportResult, import_changelog
 from catalog.log.spec import StoreSpec
 from catalog.partitioner import partitions_of
@@ -43,6 +43,9 @@ from stores.errors import InvalidOptionError
 
 #: The partition counts a store accepts (``StoreSpec.check_partitions``).
 MAX_PARTITIONS = 10_000
+#: The topic a rescale's records name (they never leave the library; a store's own changelog
+#: topic name can be longer than Kafka allows).
+_TOPIC = "rescale"
 
 
 def check_rescale(table: Table, num_partitions: object) -> StoreSpec | None:
@@ -74,8 +77,9 @@ class Regrouped:
     """A store's state as changelog records, regrouped for another partition count.
 
     Attributes:
-        records: every new partition's records, in time order, numbered from 0 in each
-            (``offset``), their ``partition`` the new one.
+        records: every new partition's records together (in time order where the kind's
+            restore needs it), numbered from 0 in each (``offset``), their ``partition`` the
+            new one.
         moved: how many records change partition.
         rows_by_partition: new partition -> its records.
         snapshot: the commit they were read at.
@@ -100,7 +104,7 @@ def regroup(
     snapshot = table.log.latest_id()
     # Read with the spec in force (a stale ``table`` then fails its commit: SCHEMA_CHANGED).
     current = table.at_commit(snapshot)
-    topic = changelog_topic(current.spec.name, current.spec.name)
+    topic = _TOPIC
     parts = []
     for p in range(current.spec.num_partitions):
         parts.append(partition_records(current, p, snapshot, topic, for_kafka=False))

@@ -153,3 +153,15 @@ def test_an_empty_store_rescales(catalog: Catalog) -> None:
     )  # fmt: skip
     assert table.rescale(4) is not None
     assert catalog.load("e").spec.num_partitions == 4 and catalog.load("e").to_arrow().num_rows == 0
+
+
+def test_a_store_of_a_long_name_rescales(catalog: Catalog) -> None:
+    """A store name may be longer than half a Kafka topic name: the rescale's records name
+    a topic of their own."""
+    name = "s" * 200
+    table = catalog.create_store(name, "keyvalue", "string", "long", 2, partitioner="kafka")
+    table.commit(table.stage(pa.array(["a", "b"]), pa.array([1, 2], pa.int64())))
+    assert table.rescale(3) is not None
+    assert canonical(catalog.load(name).to_arrow().to_pylist()) == [
+        {"key": "a", "value": 1}, {"key": "b", "value": 2}
+    ]  # fmt: skip
