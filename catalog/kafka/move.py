@@ -130,7 +130,9 @@ def plan_move(
         StoreNotFoundError: no source directory, or none of its tasks holds the store.
         InvalidOptionError: a locked directory (STATE_DIR_LOCKED), a target holding the
             store (STORE_DIR_EXISTS), a bad count (INVALID_PARTITION_COUNT), a Parquet path
-            that exists (RECORDS_EXIST), the source's errors (WRONG_STORE_KIND, ...).
+            that exists (RECORDS_EXIST), a changelog topic that holds records or has another
+            partition count (``check_changelog_topic``), the source's errors
+            (WRONG_STORE_KIND, ...).
     """
     found = state_dir_partitions(source, store)
     if not found:
@@ -149,7 +151,10 @@ def plan_move(
             code="STORE_DIR_EXISTS",
         )
     check_target(target, target_store, spec.kind)
-    if not records.startswith("kafka://") and os.path.exists(records):
+    topic = changelog_topic(os.path.basename(os.path.normpath(target)), target_store)
+    if records.startswith("kafka://"):
+        check_changelog_topic(records[len("kafka://") :], topic, count)
+    elif os.path.exists(records):
         raise InvalidOptionError(
             f"{records} exists; the changelog records go to a new file (or to Kafka: "
             "kafka://<bootstrap servers>)",
@@ -164,7 +169,7 @@ def plan_move(
             by_partition += np.bincount(partitions_of(keys, count, "kafka"), minlength=count)
     return MovePlan(
         source=source, target=target, store=spec.name,
-        changelog_topic=changelog_topic(os.path.basename(os.path.normpath(target)), target_store),
+        changelog_topic=topic,
         source_partitions=old_count, num_partitions=count, rows=rows,
         rows_by_partition={p: int(n) for p, n in enumerate(by_partition)}, records=records,
     )  # fmt: skip
@@ -203,33 +208,16 @@ def produce_changelog(
             confluent-kafka is missing (MISSING_DEPENDENCY: pip install 'state_store[kafka]').
         OSError: the broker refused or lost a record (the topic then holds some).
     """
-    try:
-        from confluent_kafka import Producer, TopicPartition
-        from confluent_kafka.admin import AdminClient, NewTopic
-    except ImportError as exc:
-        raise InvalidOptionError(
-            "producing the changelog records needs confluent-kafka: pip install "
-            "'state_store[kafka]' (or write them to a file and produce them yourself)",
-            code="MISSING_DEPENDENCY",
-        ) from exc
+    ck = _client()
     config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
-    admin = AdminClient(config)
-    found = admin.list_topics(topic=topic, timeout=30).topics.get(topic)
-    if found is None or found.error is not None:
+    if not check_changelog_topic(bootstrap, topic, partitions):
+        admin = ck.admin.AdminClient(config)  # (held: its futures fail once it is freed)
         created = admin.create_topics(
-            [NewTopic(topic, partitions, config={"cleanup.policy": "compact"})]
+            [ck.admin.NewTopic(topic, partitions, config={"cleanup.policy": "compact"})]
         )
         for future in created.values():
             future.result()
-    else:
-        if len(found.partitions) != partitions:
-            raise InvalidOptionError(
-                f"changelog topic {topic!r} has {len(found.partitions)} partition(s); the "
-                f"new application's store has {partitions}: delete the topic first",
-                code="PARTITION_COUNT_MISMATCH",
-            )
-        _check_empty_topic(config, topic, partitions, TopicPartition)
-    producer = Producer({**config, "enable.idempotence": True, "acks": "all"})
+    producer = ck.Producer({**config, "enable.idempotence": True, "acks": "all"})
     last: dict[int, int] = {}
     errors: list[str] = []
 
@@ -253,16 +241,48 @@ def produce_changelog(
     return last
 
 
-def _check_empty_topic(
-    config: dict[str, str | int | float | bool], topic: str, partitions: int, tp: Any
-) -> None:
-    """Refuse a changelog topic that holds records (TOPIC_NOT_EMPTY)."""
-    from confluent_kafka import Consumer
+def _client() -> Any:
+    """The ``confluent_kafka`` module (the ``kafka`` extra).
 
-    consumer = Consumer({**config, "group.id": f"state-store-{uuid.uuid4().hex}"})
+    Raises:
+        InvalidOptionError: it is missing (MISSING_DEPENDENCY).
+    """
+    try:
+        import confluent_kafka
+        import confluent_kafka.admin  # noqa: F401 (loads ``confluent_kafka.admin``)
+    except ImportError as exc:
+        raise InvalidOptionError(
+            "producing the changelog records needs confluent-kafka: pip install "
+            "'state_store[kafka]' (or write them to a file and produce them yourself)",
+            code="MISSING_DEPENDENCY",
+        ) from exc
+    return confluent_kafka
+
+
+def check_changelog_topic(bootstrap: str, topic: str, partitions: int) -> bool:
+    """Whether the new application's changelog topic exists; refused if it has another
+    partition count or holds records (its offsets would not be the state's).
+
+    Raises:
+        InvalidOptionError: PARTITION_COUNT_MISMATCH, TOPIC_NOT_EMPTY, MISSING_DEPENDENCY.
+    """
+    ck = _client()
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
+    # All topics listed: a request for one topic may create it on a broker that
+    # auto-creates topics.
+    found = ck.admin.AdminClient(config).list_topics(timeout=30).topics.get(topic)
+    if found is None or found.error is not None:
+        return False
+    if len(found.partitions) != partitions:
+        raise InvalidOptionError(
+            f"changelog topic {topic!r} has {len(found.partitions)} partition(s); the new "
+            f"application's store has {partitions}: delete the topic first",
+            code="PARTITION_COUNT_MISMATCH",
+        )
+    consumer = ck.Consumer({**config, "group.id": f"state-store-{uuid.uuid4().hex}"})
     try:
         for p in range(partitions):
-            low, high = consumer.get_watermark_offsets(tp(topic, p), timeout=30)
+            low, high = consumer.get_watermark_offsets(ck.TopicPartition(topic, p), timeout=30)
             if high > low:
                 raise InvalidOptionError(
                     f"changelog topic {topic!r} partition {p} holds records (offsets {low} to "
@@ -272,10 +292,12 @@ def _check_empty_topic(
                 )
     finally:
         consumer.close()
+    return True
 
 
 __all__ = [
     "MovePlan",
+    "check_changelog_topic",
     "check_same_store",
     "plan_move",
     "produce_changelog",

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 import pytest
 
 from catalog import Catalog
+from stores.errors import InvalidOptionError
 from tests.kafka.cluster import Broker, KafkaStreamsApp
 from tests.kafka.harness import KAFKA_VERSION, KafkaHarness
 
@@ -238,6 +239,12 @@ def test_state_rescaled_and_moved_continues_as_without_the_move(
         table = catalog.load(first.store)
         assert table.spec.num_partitions == case.new
         assert table.rescale(case.new) is None  # already there: no commit
+        # The changelog topic holds the state now: a second move to it is refused.
+        with pytest.raises(InvalidOptionError, match="TOPIC_NOT_EMPTY"):
+            catalog.move_kafka_application(
+                *source, **{**move, "to_state_dir": str(tmp_path / "b2")}, name="again",
+                dry_run=True,
+            )  # fmt: skip
         moved.start()
         assert moved.restored() == 0
         moved.wait_processed(moved.produce(partitioned(rest, case.new, kafka_harness)))
