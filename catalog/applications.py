@@ -21,6 +21,7 @@ from catalog.kafka.move import (
     produce_changelog,
     write_records,
 )
+from catalog.kafka.rescale import check_partition_count
 from catalog.kafka.task_dirs import app_dir_of  # the application id checked: never a path
 from catalog.kafka.task_dirs import kafka_version as kafka_version_of
 from catalog.log.spec import StoreSpec
@@ -167,9 +168,9 @@ class KafkaApplications:
                 spec.name, kind, key_type, value_type, count, partitioner="kafka", **to_params
             )
             check_same_store(spec, to_params, made)
-        new_count = count if num_partitions is None else num_partitions
-        check_export(replace(spec, num_partitions=max(1, int(new_count))),
-                     kafka_version_of(kafka_version), to_store or store, subtopology, {})
+        new_count = count if num_partitions is None else check_partition_count(num_partitions)
+        check_export(replace(spec, num_partitions=new_count), kafka_version_of(kafka_version),
+                     to_store or store, subtopology, {})  # fmt: skip
         if self.exists(spec.name):
             raise StoreAlreadyExistsError(
                 f"store {spec.name!r} exists under {self.root}; move under another name (name=...)"
@@ -179,7 +180,7 @@ class KafkaApplications:
             return plan
         step = progress or (lambda _: None)
         step("import")
-        made: list[str] = []
+        files: list[str] = []
         table = KafkaApplications.import_kafka_state_dir(
             self, state_dir, application_id, store, kind, name=spec.name, key_type=key_type,
             value_type=value_type, **params,
@@ -195,7 +196,7 @@ class KafkaApplications:
                 )
             else:
                 offsets = write_records(out, records)
-                made.append(records)
+                files.append(records)
             step("state directory")
             written = table.export_kafka_state_dir(
                 to_state_dir, to_application_id, kafka_version=kafka_version, offsets=offsets,
@@ -203,7 +204,7 @@ class KafkaApplications:
             )  # fmt: skip
         except BaseException:
             self.drop(spec.name)  # the move made these: nothing of them is left
-            for path in made:
+            for path in files:
                 os.unlink(path)
             raise
         commits = tuple(c for c in (1, table.log.latest_id()) if c)

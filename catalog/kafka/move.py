@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catalog.kafka.export_dir import check_target
-from catalog.kafka.rescale import MAX_PARTITIONS
+from catalog.kafka.rescale import check_partition_count
 from catalog.kafka.state_dir import read_state_dir, state_dir_partitions
 from catalog.kafka.task_dirs import changelog_topic
 from catalog.log.spec import StoreSpec
@@ -138,12 +138,7 @@ def plan_move(
     if not found:
         raise StoreNotFoundError(f"no task directory of {source} holds store {store!r}")
     old_count = max(found) + 1
-    count = old_count if num_partitions is None else num_partitions
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PARTITIONS:
-        raise InvalidOptionError(
-            f"num_partitions is {count!r}; accepted: an integer from 1 to {MAX_PARTITIONS}",
-            code="INVALID_PARTITION_COUNT",
-        )
+    count = old_count if num_partitions is None else check_partition_count(num_partitions)
     if os.path.realpath(source) == os.path.realpath(target):
         raise InvalidOptionError(
             f"the target directory {target} is the source's: a move writes a new "

@@ -48,13 +48,11 @@ MAX_PARTITIONS = 10_000
 _TOPIC = "rescale"
 
 
-def check_rescale(table: Table, num_partitions: object) -> StoreSpec | None:
-    """The store's spec with ``num_partitions`` partitions; None if it has that many already.
+def check_partition_count(num_partitions: object) -> int:
+    """``num_partitions`` if a store can have that many partitions.
 
     Raises:
-        InvalidOptionError: a store whose partitioner is not ``kafka``
-            (PARTITIONER_MISMATCH), a kind without a Kafka changelog (UNSUPPORTED_KIND), a
-            count that is not an integer from 1 to 10000 (INVALID_PARTITION_COUNT).
+        InvalidOptionError: not an integer from 1 to 10000 (INVALID_PARTITION_COUNT).
     """
     if (
         isinstance(num_partitions, bool)
@@ -66,10 +64,22 @@ def check_rescale(table: Table, num_partitions: object) -> StoreSpec | None:
             f"{MAX_PARTITIONS} (the application's new input partition count)",
             code="INVALID_PARTITION_COUNT",
         )
+    return num_partitions
+
+
+def check_rescale(table: Table, num_partitions: object) -> StoreSpec | None:
+    """The store's spec with ``num_partitions`` partitions; None if it has that many already.
+
+    Raises:
+        InvalidOptionError: a store whose partitioner is not ``kafka``
+            (PARTITIONER_MISMATCH), a kind without a Kafka changelog (UNSUPPORTED_KIND), a
+            count that is not an integer from 1 to 10000 (INVALID_PARTITION_COUNT).
+    """
+    count = check_partition_count(num_partitions)
     check_exportable(table, None)
-    if num_partitions == table.spec.num_partitions:
+    if count == table.spec.num_partitions:
         return None
-    return replace(table.spec, num_partitions=num_partitions)
+    return replace(table.spec, num_partitions=count)
 
 
 @dataclass(frozen=True)
@@ -176,4 +186,4 @@ def _data_keys(keys: pa.ChunkedArray, spec: StoreSpec) -> pa.Array:
     return column.slices(column.starts, column.lengths - suffix)
 
 
-__all__ = ["Regrouped", "check_rescale", "regroup", "rescale"]
+__all__ = ["Regrouped", "check_partition_count", "check_rescale", "regroup", "rescale"]

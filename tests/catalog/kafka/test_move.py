@@ -110,6 +110,7 @@ def test_a_locked_target_is_refused(
     ("given", "error"),
     [
         ({"num_partitions": 0}, r"\[INVALID_PARTITION_COUNT\]"),
+        ({"num_partitions": "3"}, r"\[INVALID_PARTITION_COUNT\]"),
         ({"to_params": {"history_retention_ms": 5}}, r"\[PARAMS_MISMATCH\].*history_retention_ms"),
         ({"kafka_version": "2.8.0"}, r"\[UNSUPPORTED_KAFKA_VERSION\]"),
         ({"to_application_id": OLD, "to_state_dir": None}, r"\[STORE_DIR_EXISTS\]"),
