@@ -218,15 +218,22 @@ def _record_headers(raw: pa.Array) -> pa.Array:
 
 
 def raw_partition(
-    table: Table, partition: int, snapshot: int, scan: Scan, *, key_order: bool = True
+    table: Table,
+    partition: int,
+    snapshot: int,
+    scan: Scan,
+    *,
+    key_order: bool = True,
+    columns: tuple[Runs, list[pa.Table]] | None = None,
 ) -> pa.Table:
     """Partition ``partition``'s raw scan at commit ``snapshot`` (``Layout.raw_schema``):
-    computed from its changelog columns where the kind can (in key order, or in write
-    order: ``StoreKind.scan_columns``), else the typed read encoded back to bytes."""
+    computed from its changelog columns (``columns``: the partition cache's ``columns_at``,
+    if read already) where the kind can (in key order, or in write order:
+    ``StoreKind.scan_columns``), else the typed read encoded back to bytes."""
     schema = table.layout.raw_schema()
     if snapshot == 0:
         return schema.empty_table()
-    runs, commits = table.partition_cache(partition).columns_at(snapshot)
+    runs, commits = columns or table.partition_cache(partition).columns_at(snapshot)
     result = table.kind.scan_columns(runs, commits, table.spec.params, scan, key_order=key_order)
     if result is not STORE_MUST_ANSWER:
         return result.select(schema.names).cast(schema)
@@ -297,13 +304,14 @@ def partition_records(
     """
     spec = table.spec
     changelog = kind_changelog(spec)
+    columns = None
     if changelog.rows_needed is not None and snapshot:
-        runs, commits = table.partition_cache(partition).columns_at(snapshot)
-        if changelog.rows_needed(runs, commits):
+        columns = table.partition_cache(partition).columns_at(snapshot)
+        if changelog.rows_needed(*columns):
             rows = partition_rows(table, partition, snapshot)
             return records_from_raw(None, spec, topic, partition, rows=rows, for_kafka=for_kafka)
     scan = Scan(all_versions=True) if table.kind.supports_as_of else Scan()
-    raw = raw_partition(table, partition, snapshot, scan, key_order=for_kafka)
+    raw = raw_partition(table, partition, snapshot, scan, key_order=for_kafka, columns=columns)
     stamp = table.log.read(snapshot).timestamp_ms
     return records_from_raw(
         raw, spec, topic, partition, timestamp_ms=stamp, for_kafka=for_kafka
