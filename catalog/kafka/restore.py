@@ -45,7 +45,6 @@ _EMPTY = (("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
           ("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64()))  # fmt: skip
 
 
-
 @dataclass(frozen=True)
 class ImportResult:
     """What ``import_changelog`` did.

@@ -16,7 +16,7 @@ from which the kind's engine computes the raw scan, as it does for a snapshot of
 Kafka keeps no stream time on disk (an instance restarts at -1 and serves every row it holds
 until its first write), so a read takes the view of Kafka's restore instead, as an import of
 the same directory does: the stream time is the one a restore of the rows' changelog records
-observes (``StoreKind.restored_stream_time``: the largest window start, session end; a
+observes (``_task_rows``: the largest window start, session end; a
 versioned store's engine derives it from its records), and what is expired at it is not
 shown. A database in an older format (plain values beside timestamped ones, KIP-258's upgrade
 mode) has rows in the older format's family too: where the engine cannot compute the scan
@@ -158,9 +158,8 @@ def read_state_dir(
             # Kafka 4.3 looks in the store's own family first, then in the legacy checkpoint;
             # an unknown offset (OffsetCheckpoint.OFFSET_UNKNOWN, -4: nothing logged) is none.
             offsets = {tp: o for tp, o in {**checkpoint, **store_offsets}.items() if o >= 0}
-            restored = _as_restored(kind, spec.params, runs)
-            raw = _raw_scan(kind, spec.params, restored, scan)
-            states[partition] = TaskState(partition, raw, offsets, restored if rows else None)
+            raw = _raw_scan(kind, spec.params, runs, scan)
+            states[partition] = TaskState(partition, raw, offsets, runs if rows else None)
             where[partition] = task
     return [states[p] for p in sorted(states)]
 
@@ -169,7 +168,11 @@ def _task_rows(
     task: str, store: str, spec: StoreSpec
 ) -> tuple[Runs, dict[tuple[str, int], int]] | None:
     """Our rows of the store in one task dir and its ``offsets`` family's offsets; None if the
-    task dir does not hold the store."""
+    task dir does not hold the store. A window or session store's rows carry the stream time
+    Kafka's restore of them observes, where our stores keep it (``StoreKind.stream_time_row``):
+    their largest segment time (window start, session end;
+    ``AbstractRocksDBSegmentedBytesStore.restoreAllInternal``). Kafka keeps none on disk, so
+    a read then expires what the restored store would, as an import of the same rows does."""
     single, segmented = os.path.join(task, DB_FILE_DIR, store), os.path.join(task, store)
     families = kafka_families(spec.kind, spec.params)
     declared = f"{spec.kind} store ({families.store_class})"
@@ -195,12 +198,15 @@ def _task_rows(
     interval = int(spec.params["segment_interval_ms"])
     parts: dict[str, list[tuple[pa.Array, pa.Array]]] = {}
     offsets: dict[tuple[str, int], int] = {}
+    latest: int | None = None
     for seg, path in segment_dirs(segmented, store, interval):
         rows, seg_offsets = _database_rows(path, families.accepted, declared)
         for tp, offset in seg_offsets.items():
             offsets[tp] = max(offset, offsets.get(tp, offset))
         for family, (keys, values) in rows.items():
-            _check_segment(keys, seg, interval, time_at, path)
+            found = _check_segment(keys, seg, interval, time_at, path)
+            if found is not None:
+                latest = found if latest is None else max(latest, found)
             prefix = seg.to_bytes(SEGMENT_PREFIX, "big", signed=True)
             parts.setdefault(family, []).append((concat_rows(prefix, keys), values))
     runs = {
@@ -210,6 +216,10 @@ def _task_rows(
         )
         for family, pieces in parts.items()
     }
+    where = kind_of(spec.kind).stream_time_row
+    if latest is not None and where is not None:
+        stamp = latest.to_bytes(8, "big", signed=True)
+        runs[where[0]] = (pa.array([where[1]], _BYTES), pa.array([stamp], _BYTES))
     return runs, offsets
 
 
@@ -251,9 +261,12 @@ def whole_family(db: BytesStore, family: str) -> tuple[pa.Array, pa.Array]:
     return pa.concat_arrays(keys), pa.concat_arrays(values)
 
 
-def _check_segment(keys: pa.Array, seg: int, interval: int, time_at: int, where: str) -> None:
-    """Refuse a segment database holding a key whose segment time lies in another segment
-    (Kafka's segments are by the app's interval; ours must be the same).
+def _check_segment(
+    keys: pa.Array, seg: int, interval: int, time_at: int, where: str
+) -> int | None:
+    """The largest segment time of a segment database's keys (None: no keys); refused if a
+    key's segment time lies in another segment (Kafka's segments are by the app's interval;
+    ours must be the same).
 
     Raises:
         CorruptDataError: a key too short for its layout.
@@ -272,6 +285,7 @@ def _check_segment(keys: pa.Array, seg: int, interval: int, time_at: int, where:
             "interval is another; declare the store with the application's",
             code="SEGMENT_INTERVAL_MISMATCH",
         )
+    return int(times.max()) if len(times) else None
 
 
 def state_dir_partitions(app_dir: str, store_name: str) -> list[int]:
@@ -313,21 +327,6 @@ def _raw_scan(kind: StoreKind, params: dict[str, Any], runs: Runs, scan: Scan | 
                 db.close()
         result = pa.Table.from_batches(batches, schema=schema)
     return result.select(schema.names).cast(schema)
-
-
-def _as_restored(kind: StoreKind, params: dict[str, Any], runs: Runs) -> Runs:
-    """A Kafka store's rows with the stream time that Kafka's restore of their changelog
-    records observes (``StoreKind.restored_stream_time``), kept where our stores keep it: a
-    read then expires what the restored store would, as an import of the same rows does.
-    Kafka keeps no stream time on disk, so this is the one view both routes can share."""
-    if kind.stream_time_row is None:
-        return runs
-    time = kind.restored_stream_time(_raw_scan(kind, params, runs, None))
-    if time is None:
-        return runs
-    family, key = kind.stream_time_row
-    stamp = time.to_bytes(8, "big", signed=True)
-    return {**runs, family: (pa.array([key], _BYTES), pa.array([stamp], _BYTES))}
 
 
 def row_slices(keys: pa.Array, values: pa.Array) -> Iterator[tuple[pa.Array, pa.Array]]:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from stores.bytes.protocol import BytesStore
 from stores.engine import Layout, Rows, Runs, Scan, StoreEngine, StoreMustAnswer
@@ -85,12 +84,9 @@ class StoreKind:
     #: A key's answer to ``key_query`` is a list of entries (windows, sessions), gathered
     #: from every partition, rather than one value from the key's partition.
     entries_per_key: ClassVar[bool] = False
-    #: The raw scan's columns of the times Kafka's restore advances the stream time to (a
-    #: window's start, a session's end); none: the kind keeps no stream time, or its engine
-    #: derives it from the rows themselves (a versioned store replays its entries).
-    stream_time_columns: ClassVar[tuple[str, ...]] = ()
     #: The (column family, key) under which the kind's stores keep their stream time (Kafka's
-    #: keep none: ours do, so that a reopened store expires what Kafka's restore would).
+    #: keep none: ours do, so that a reopened store expires what Kafka's restore would); none:
+    #: the kind keeps none, or its engine derives it from its rows (a versioned store).
     stream_time_row: ClassVar[tuple[str, bytes] | None] = None
 
     def make_params(self, given: dict[str, Any]) -> dict[str, Any]:
@@ -164,14 +160,6 @@ class StoreKind:
         Raises:
             InvalidOptionError: a derived column that does not match.
         """
-
-    def restored_stream_time(self, raw: pa.Table) -> int | None:
-        """The stream time Kafka's restore of ``raw``'s changelog records (a raw scan of every
-        row, every version) observes: the largest of their times; None for a kind without
-        one, or no rows."""
-        found = [pc.max(raw.column(name)).as_py() for name in self.stream_time_columns]
-        times = [t for t in found if t is not None]
-        return max(times) if times else None
 
     # The engine's side, as the catalog calls it.
 

@@ -17,7 +17,6 @@ class SessionKind(SegmentedKind):
     name: ClassVar[str] = "session"
     params: ClassVar[tuple[Param, ...]] = (RETENTION, SEGMENT_INTERVAL, HEADERS_PARAM)
     engine: ClassVar[StoreEngine] = SESSION_ENGINE
-    stream_time_columns: ClassVar[tuple[str, ...]] = ("session_end",)
     stream_time_row: ClassVar[tuple[str, bytes] | None] = (SEGMENTS_META_CF, STREAM_TIME_KEY)
 
     def check(self, given: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,6 @@ class WindowKind(SegmentedKind):
         HEADERS_PARAM,
     )  # fmt: skip
     engine: ClassVar[StoreEngine] = WINDOW_ENGINE
-    stream_time_columns: ClassVar[tuple[str, ...]] = ("window_start",)
     stream_time_row: ClassVar[tuple[str, bytes] | None] = (SEGMENTS_META_CF, STREAM_TIME_KEY)
 
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
