@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 import difflib
+import json
 import os
 import uuid
 from collections.abc import Callable
@@ -61,6 +62,13 @@ STORES_SCHEMA = pa.schema(
         ("history_start", pa.int64()),
     ]
 )
+
+
+def _parameters(record: CommitRecord) -> list[tuple[str, str]] | None:
+    """An erasure's audit record as strings (lists as JSON); None for other commits."""
+    if record.operation != "erase":
+        return None
+    return [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in sorted(record.summary.items())]
 
 
 def _is_store_name(name: str) -> bool:
@@ -305,7 +313,10 @@ class Catalog(KafkaApplications):
         """A store's commits, newest first, like Delta's ``DESCRIBE HISTORY``: ``version``,
         ``timestamp``, ``operation``, ``rows``, ``files``, ``bytes``, ``write_id``, the
         idempotent writer's ``txn_app_id`` and ``txn_version`` (a stream's are
-        ``stream-<query id>`` and its batch id), and a compaction's ``base`` commit.
+        ``stream-<query id>`` and its batch id), a compaction's ``base`` commit, and an
+        erasure's audit record as ``operation_parameters`` (Delta's name): its ``reason``,
+        ``keys``, ``key_hashes``, ``files_rewritten`` and ``commits_changed`` (JSON lists),
+        ``rows`` removed.
 
         Raises:
             StoreNotFoundError: the store does not exist.
@@ -326,6 +337,9 @@ class Catalog(KafkaApplications):
                 "txn_version": pa.array([r.txn.version if r.txn else None for r in records],
                                         pa.int64()),
                 "base": pa.array([r.base for r in records], pa.int64()),
+                "operation_parameters": pa.array(
+                    [_parameters(r) for r in records], pa.map_(pa.string(), pa.string())
+                ),
             }
         )  # fmt: skip
 

@@ -50,6 +50,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from catalog.catalog import Catalog
+from catalog.cli_erase import add_erase, erase_command, typed_key
 from stores.errors import InvalidOptionError, StateStoreError
 from stores.time import parse_duration_ms
 
@@ -107,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also drop what only commits older than this need (after a compaction); "
         "older commits can no longer be read (versionAsOf, change feed)",
     )
+    add_erase(commands)
     _kafka_commands(commands)
     return parser
 
@@ -295,6 +297,8 @@ def history(catalog: Catalog, store: str) -> list[dict[str, Any]]:
     rows = catalog.history(store).to_pylist()
     for row in rows:
         row["timestamp_ms"] = int(row.pop("timestamp").timestamp() * 1000)
+        if row["operation_parameters"] is not None:
+            row["operation_parameters"] = dict(row["operation_parameters"])
     return rows
 
 
@@ -312,7 +316,7 @@ def query_key(
 
     table = catalog.load(store)
     spec = table.spec
-    key = _typed_key(spec.key_type, text)
+    key = typed_key(spec.key_type, text)
     query = table.kind.key_query(
         key,
         as_of=None if as_of is None else parse_instant_ms(as_of, "--as-of"),
@@ -333,20 +337,6 @@ def query_key(
     else:  # the key's one partition answers; missing keys answer null
         value = plain[0] if plain else None
     return {"store": store, "key": _plain(key), "result": value}
-
-
-def _typed_key(key_type: Any, text: str) -> Any:
-    if key_type in ("long", "integer", "short", "byte"):
-        return int(text)
-    if key_type in ("double", "float"):
-        return float(text)
-    if key_type == "boolean":
-        return text.strip().lower() == "true"
-    if key_type == "binary":
-        return bytes.fromhex(text)
-    if isinstance(key_type, dict):
-        return json.loads(text)
-    return text
 
 
 def _plain(value: Any) -> Any:
@@ -485,6 +475,8 @@ def _run(args: argparse.Namespace) -> Any:
         return kafka_rescale(catalog, args)
     if args.command == "kafka-move":
         return kafka_move(catalog, args)
+    if args.command == "erase":
+        return erase_command(catalog, args)
     if args.command == "kafka-offsets":
         return {"store": args.store, **kafka_offsets(catalog.load(args.store))}
     return _vacuum(catalog, args)

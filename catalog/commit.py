@@ -31,6 +31,7 @@ def publish_files(
     spec_commit: int | None = None,
     kafka_offsets: OffsetsUpdate | None = None,
     read_version: int | None = None,
+    planned_at: int | None = None,
 ) -> CommitRecord | None:
     """Publish staged ``files`` as the next ``append`` (or ``overwrite``) record of ``log``:
     listed by partition and path, with the rows, files and bytes they hold as its summary.
@@ -53,7 +54,7 @@ def publish_files(
         "overwrite" if overwrite else "append", ordered, write_id, summary=summary, txn=txn,
         spec=None if spec is None else spec.to_dict(),
         new_spec=None if new_spec is None else new_spec.to_dict(), spec_commit=spec_commit,
-        kafka_offsets=kafka_offsets, read_version=read_version,
+        kafka_offsets=kafka_offsets, read_version=read_version, planned_at=planned_at,
     )  # fmt: skip
 
 

@@ -5,18 +5,25 @@ followed by the compaction its catalog asks for, with the store's Kafka Streams 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from catalog.kafka import ImportResult, import_changelog, kafka_offsets, routes, write_state_dir
+from catalog.kafka.move import check_topic_exists, produce_records, write_records
+from catalog.kafka.records import changelog_topic
 from catalog.kafka.rescale import rescale
 from catalog.kafka.task_dirs import app_dir_of  # the application id checked: never a path
+from catalog.kafka.tombstones import erase_tombstones
 from catalog.log.records import ChangelogFile, CommitRecord, OffsetsUpdate, Txn
 from catalog.log.spec import StoreSpec
 from catalog.operations import compaction
+from catalog.operations.erase import ErasureReport, erase
+from catalog.operations.erase import serialized_keys as _serialized
 from catalog.table import Table, Warehouse
+from stores.errors import InvalidOptionError
 
 
 class StoreCatalog(Warehouse, Protocol):
@@ -46,6 +53,7 @@ class StoreTable(Table):
         spec_commit: int | None = None,
         kafka_offsets: OffsetsUpdate | None = None,
         read_version: int | None = None,
+        planned_at: int | None = None,
     ) -> CommitRecord | None:
         """Publish staged files as the next commit (``Table.commit``: the arguments, returns
         and raises are its), then compact the partitions that a fresh cache would have to
@@ -56,11 +64,95 @@ class StoreTable(Table):
         record = super().commit(
             files, overwrite=overwrite, write_id=write_id, txn=txn, creates=creates,
             new_spec=new_spec, spec_commit=spec_commit, kafka_offsets=kafka_offsets,
-            read_version=read_version,
+            read_version=read_version, planned_at=planned_at,
         )  # fmt: skip
         if record is not None and self.catalog.compact_after_files:
             compaction.maybe_compact(self, self.catalog.compact_after_files)
         return record
+
+    def erase(
+        self,
+        keys: Any,
+        *,
+        reason: str,
+        audit_key: str | bytes | None = None,
+        dry_run: bool = False,
+        application_id: str | None = None,
+        kafka_store: str | None = None,
+        tombstones: str | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> ErasureReport:
+        """Erase ``keys`` (a list, Arrow array, pandas or polars Series of the key type)
+        everywhere: every version, window, session and header of them, in every commit's
+        files and snapshots, in one ``erase`` commit whose audit record keeps ``reason``,
+        the number of keys and a keyed hash of each (``catalog.operations.erase``). Reads of
+        any commit, before or after it, no longer show them; ``vacuum`` then deletes the old
+        files (``olderThan`` 0: at once).
+
+        Args:
+            audit_key: the HMAC key of the audit's key hashes (default
+                ``$STATE_STORE_AUDIT_KEY``, else the store id).
+            dry_run: report what would be rewritten; write nothing.
+            application_id: also compute the tombstones that erase the keys from the
+                changelog topic of this Kafka Streams application (``report.tombstones``,
+                ``catalog.kafka.tombstones``), as store ``kafka_store`` (default: this name).
+            tombstones: where the tombstones go before the erasure commits:
+                ``kafka://<bootstrap servers>`` (the existing changelog topic) or a new
+                Parquet file.
+
+        Raises:
+            InvalidOptionError: no reason, bad keys (INVALID_KEYS), ``tombstones`` without
+                ``application_id``, a store not placed by Kafka's partitioner
+                (PARTITIONER_MISMATCH), a missing topic (TOPIC_NOT_FOUND) or an existing file.
+            CommitConflictError: other writers kept committing (ERASE_CONFLICT).
+        """
+        if tombstones is not None and application_id is None:
+            raise InvalidOptionError(
+                "option 'tombstones' needs the application id whose changelog topic they are "
+                "for (application_id=...)",
+                code="MISSING_OPTION",
+            )
+        if (
+            tombstones is not None
+            and not tombstones.startswith("kafka://")
+            and os.path.exists(tombstones)
+        ):
+            raise InvalidOptionError(
+                f"the tombstones file {tombstones!r} exists; give a new path",
+                code="PATH_EXISTS",
+            )
+        records: list[pa.Table] = []
+        written: list[str] = []
+
+        def send(snapshot: int, erased: pa.Array) -> None:
+            assert application_id is not None
+            found = erase_tombstones(self, snapshot, erased, application_id, kafka_store)
+            records.append(found)
+            if tombstones is None or dry_run:
+                return
+            if tombstones.startswith("kafka://"):
+                topic = changelog_topic(application_id, kafka_store or self.spec.name)
+                bootstrap = tombstones[len("kafka://") :]
+                check_topic_exists(bootstrap, topic, self.spec.num_partitions)
+                produce_records(found, bootstrap, topic)
+            else:
+                write_records(found, tombstones)
+                written.append(tombstones)
+
+        try:
+            report = erase(
+                self, keys, reason=reason, audit_key=audit_key, dry_run=dry_run,
+                before_publish=None if application_id is None else send, progress=progress,
+            )  # fmt: skip
+            if dry_run and application_id is not None:
+                send(self.log.latest_id(), _serialized(self, keys))
+        except BaseException:
+            for path in written:
+                os.unlink(path)
+            raise
+        if records:
+            report.tombstones = records[0]
+        return report
 
     # -- Kafka Streams (``catalog.kafka``) -------------------------------------------------------
 

@@ -182,6 +182,7 @@ class Table:
         spec_commit: int | None = None,
         kafka_offsets: OffsetsUpdate | None = None,
         read_version: int | None = None,
+        planned_at: int | None = None,
     ) -> CommitRecord | None:
         """Publish staged files as the next commit (see ``catalog.log.commits``). Nothing
         else: what follows a commit (an automatic compaction) is its caller's.
@@ -203,6 +204,8 @@ class Table:
                 recorded with the commit.
             read_version: the commit whose state the write rewrites (a rescale): refused if
                 a later commit changed the state.
+            planned_at: the newest commit when the write began: refused if an erasure
+                landed since (ERASED_MEANWHILE: its rows may hold erased keys).
 
         Returns:
             The commit record; None if ``txn`` was already committed: the staged files are
@@ -212,8 +215,8 @@ class Table:
             CommitConflictError: the store was created meanwhile with another spec, its
                 schema was replaced meanwhile (SCHEMA_CHANGED), another import moved the
                 Kafka offsets of ``kafka_offsets`` (KAFKA_OFFSETS_MOVED), a commit changed
-                the state after ``read_version`` (STORE_CHANGED), or other writers won
-                every attempt.
+                the state after ``read_version`` (STORE_CHANGED), an erasure landed after
+                ``planned_at`` (ERASED_MEANWHILE), or other writers won every attempt.
             StoreNotFoundError: the store was dropped.
         """
         write_id = write_id or uuid.uuid4().hex
@@ -223,6 +226,7 @@ class Table:
             record = commits.publish_files(
                 self.log, files, write_id, overwrite=overwrite, txn=txn, new_spec=new_spec,
                 spec_commit=spec_commit, kafka_offsets=kafka_offsets, read_version=read_version,
+                planned_at=planned_at,
             )  # fmt: skip
             if record is not None and new_spec is not None:
                 self.spec, self.kind, self.spec_commit = new_spec, kind_of(new_spec.kind), record.id

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
-from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType, TimestampType
 
 from catalog.catalog import STORES_SCHEMA, Catalog, StoreTable
 from catalog.log.spec import StoreSpec
@@ -30,6 +30,7 @@ HISTORY_SCHEMA = StructType(
         StructField("txn_app_id", StringType()),
         StructField("txn_version", LongType()),
         StructField("base", LongType()),
+        StructField("operation_parameters", MapType(StringType(), StringType())),
     ]
 )
 

@@ -15,6 +15,11 @@ exactly once instead.
 Tasks learn the query id from Spark's task-local properties and report it with their staged
 files. Each task names its files with a fresh id: an abort deletes the files its batch's tasks
 reported, and ``vacuum`` those of tasks whose reports were lost.
+
+An erasure (``catalog.operations.erase``) does not fence micro-batches: a query plans once,
+when it starts, so a batch that commits after an erasure is a new write, kept as it is, keys
+the erasure removed included (a batch write planned before an erasure is refused instead:
+ERASED_MEANWHILE).
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ class StateStoreStreamWriter(StreamArrowWriter):
                 code="OVERWRITE_SCHEMA_NEEDS_OVERWRITE",
             )
         inner = StateStoreWriter.plan(replace(options, txn_app_id=None), schema, overwrite)
+        inner.fences_erasures = False  # planned when the query started (see the module doc)
         return cls(inner, options.txn_app_id)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatch:

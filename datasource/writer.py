@@ -131,6 +131,9 @@ class StateStoreWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
         self.long_times = long_times  # time column -> whether it is BIGINT ms (else TIMESTAMP)
         self.base_id = base_id  # the newest commit when planned: this write's record is newer
+        #: Refuse the commit if an erasure landed after ``base_id`` (its rows may hold erased
+        #: keys); a stream's micro-batches do not (``stream_writer``): each is a new write.
+        self.fences_erasures = True
         self.txn = txn
         self.single_writer = single_writer
         self.spec_commit = spec_commit  # the record holding the spec this write was planned on
@@ -402,6 +405,7 @@ class StateStoreWriter(DataSourceArrowWriter):
                 creates=self.creates,
                 new_spec=self.spec if self.replaces_spec else None,
                 spec_commit=None if self.creates else self.spec_commit,
+                planned_at=self.base_id if self.fences_erasures and not self.creates else None,
             )
         except BaseException:
             # The record may have been published before the error: abort asks the log.

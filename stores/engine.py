@@ -167,6 +167,12 @@ class StoreEngine(ABC):
         """The Interactive Queries v2 query for one key: ``as_of`` and the time range apply
         where the kind has them."""
 
+    def record_keys(self, family: str, keys: pa.Array, params: dict[str, Any]) -> pa.Array | None:
+        """The serialized record keys of RocksDB keys of ``family`` (what an erasure of a key
+        finds in a snapshot); None where the family holds bookkeeping, no record's key. A
+        key-value store's RocksDB keys are its record keys."""
+        return keys
+
     def scan_columns(
         self,
         runs: Runs,

@@ -35,6 +35,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -75,6 +76,7 @@ _UNBOUNDED = sys.maxsize
 _RECOMPUTE_SHARE = 4
 
 _T = TypeVar("_T")
+_CACHE_NAME = re.compile(rf"v{CACHE_FORMAT}(?:\.e(\d+))?")
 
 
 def default_cache_root() -> str:
@@ -99,14 +101,58 @@ class PartitionCache:
         self.partition = partition
         self.kind = kind_of(spec.kind)
         warehouse = hashlib.sha1(storage.root.encode()).hexdigest()[:12]
-        self.path = os.path.join(
-            cache_root,
-            warehouse,
-            f"{spec.name}-{spec.store_id}",
-            f"p{partition:05d}.v{CACHE_FORMAT}",
-        )
+        self._folder = os.path.join(cache_root, warehouse, f"{spec.name}-{spec.store_id}")
+        self._stem = f"p{partition:05d}."
+        self._path: str | None = None
         self.log = CommitLog(storage, store_dir, spec.store_id)
         self._families = tuple(self.kind.column_families(spec.params))
+
+    @property
+    def path(self) -> str:
+        """The cache's RocksDB directory (see ``located``)."""
+        return self._path if self._path is not None else self.located(0)
+
+    def located(self, target: int) -> str:
+        """The cache's directory, named after the newest erasure that rewrote a piece of the
+        partition (``catalog.log.erasures``), as the log says at ``target`` or after (0: the
+        latest commit), once: a cache built before an erasure may hold its keys, so it is
+        never read again, and deleted here (``purge_stale``)."""
+        if self._path is None:
+            self.log.latest_id(target)  # reads the newest record: the erasures it carries
+            generation = self.log.erased.generation(self.partition)
+            suffix = f".e{generation}" if generation else ""
+            self._path = os.path.join(self._folder, f"{self._stem}v{CACHE_FORMAT}{suffix}")
+            if generation:
+                self.purge_stale()
+        return self._path
+
+    def purge_stale(self) -> list[str]:
+        """Delete this partition's caches built before the erasure its name says (and those of
+        an older format), with their scan files and locks, each unless a reader holds it (a
+        later call deletes it). Returns the directories deleted."""
+        current = _generation_of(os.path.basename(self.path)[len(self._stem) :])
+        try:
+            names = os.listdir(self._folder)
+        except FileNotFoundError:
+            return []
+        deleted = []
+        for name in names:
+            if not name.startswith(self._stem) or name.endswith((".lock", ".scans")):
+                continue
+            generation = _generation_of(name[len(self._stem) :])
+            if generation is not None and current is not None and generation >= current:
+                continue
+            stale = os.path.join(self._folder, name)
+            try:
+                with open(stale + ".lock", "a+b") as handle:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    shutil.rmtree(stale, ignore_errors=True)
+                    shutil.rmtree(scan_files.scans_folder(stale), ignore_errors=True)
+                    os.unlink(stale + ".lock")
+            except BlockingIOError:
+                continue  # a reader has it open: the next cache of this partition deletes it
+            deleted.append(stale)
+        return deleted
 
     # -- locking and repair --------------------------------------------------------------------
 
@@ -164,6 +210,8 @@ class PartitionCache:
 
     def catch_up(self, target: int) -> int:
         """Bring the cache to commit ``target`` (never backwards); return the id it is at."""
+
+        self.located(target)
 
         def locked() -> int:
             with self._lock(exclusive=True):
@@ -324,6 +372,7 @@ class PartitionCache:
         them could wait on a half-consumed scan of this very process). A cache that RocksDB
         reports damaged while opening is rebuilt (see ``read``).
         """
+        self.located(target)
         with contextlib.ExitStack() as stack:
             opened = self.repairing(lambda: self._enter_at(stack, target))
             yield opened
@@ -370,6 +419,7 @@ class PartitionCache:
         damage midway, the cache is rebuilt and the scan run again, and no caller ever saw a
         batch of the damaged one.
         """
+        self.located(target)
         computed = None if columnar is None else self._columnar_batches(target, columnar)
         if computed is not None:
             yield from computed
@@ -416,7 +466,7 @@ class PartitionCache:
         see ``StoreKind.scan_columns``): no RocksDB is built for a scan. RocksDB is built only
         when ``columnar`` declines, or for lookups (``open_at``).
         """
-        path = scan_files.scan_file(self.path, target, variant)
+        path = scan_files.scan_file(self.located(target), target, variant)
         kept = scan_files.open_verified(path)
         if kept is not None:
             with kept:
@@ -497,6 +547,13 @@ class PartitionCache:
                 if i == 0:
                     faults.point("scan.writing")
         return bool(shared)
+
+
+def _generation_of(name: str) -> int | None:
+    """The erasure generation of a cache named ``v<format>[.e<erasure>]`` (after its
+    partition), or None for another format's."""
+    match = _CACHE_NAME.fullmatch(name)
+    return int(match.group(1) or 0) if match else None
 
 
 def _slices(keys: pa.Array, values: pa.Array, rows: int = 1 << 16) -> Iterator[tuple[pa.Array, pa.Array]]:

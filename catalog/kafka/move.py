@@ -212,6 +212,43 @@ def produce_changelog(
         )
         for future in created.values():
             future.result()
+    return produce_records(records, bootstrap, topic)
+
+
+def check_topic_exists(bootstrap: str, topic: str, partitions: int) -> None:
+    """Refuse a changelog topic that does not exist or has another partition count.
+
+    Raises:
+        InvalidOptionError: TOPIC_NOT_FOUND, PARTITION_COUNT_MISMATCH, MISSING_DEPENDENCY.
+    """
+    ck = _client()
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
+    found = ck.admin.AdminClient(config).list_topics(timeout=30).topics.get(topic)
+    if found is None or found.error is not None:
+        raise InvalidOptionError(
+            f"changelog topic {topic!r} does not exist at {bootstrap}; check the application "
+            "id and store name (the topic is '<application id>-<store>-changelog')",
+            code="TOPIC_NOT_FOUND",
+        )
+    if len(found.partitions) != partitions:
+        raise InvalidOptionError(
+            f"changelog topic {topic!r} has {len(found.partitions)} partition(s); the store "
+            f"has {partitions}",
+            code="PARTITION_COUNT_MISMATCH",
+        )
+
+
+def produce_records(records: pa.Table, bootstrap: str, topic: str) -> dict[int, int]:
+    """Produce changelog records to the existing ``topic``, keeping each one's partition,
+    timestamp and headers (an idempotent producer, in order); returns partition -> offset of
+    its last record.
+
+    Raises:
+        InvalidOptionError: confluent-kafka is missing (MISSING_DEPENDENCY).
+        OSError: the broker refused or lost a record (the topic then holds some).
+    """
+    ck = _client()
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
     producer = ck.Producer({**config, "enable.idempotence": True, "acks": "all"})
     last: dict[int, int] = {}
     errors: list[str] = []
@@ -294,7 +331,9 @@ __all__ = [
     "MovePlan",
     "check_changelog_topic",
     "check_same_store",
+    "check_topic_exists",
     "plan_move",
     "produce_changelog",
+    "produce_records",
     "write_records",
 ]

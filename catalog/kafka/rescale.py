@@ -121,7 +121,7 @@ def regroup(
         if progress is not None:
             progress(f"partition {p}")
     records = pa.concat_tables(parts) if parts else RECORD_SCHEMA.empty_table()
-    keys = _data_keys(records.column("key"), current.spec)
+    keys = data_keys(records.column("key"), current.spec)
     targets = partitions_of(keys, num_partitions, "kafka")
     moved = int((records.column("partition").to_numpy(zero_copy_only=False) != targets).sum())
     # Each new partition's records together (stable: one key's records keep their order), in
@@ -175,7 +175,7 @@ def rescale(
     )  # fmt: skip
 
 
-def _data_keys(keys: pa.ChunkedArray, spec: StoreSpec) -> pa.Array:
+def data_keys(keys: pa.ChunkedArray, spec: StoreSpec) -> pa.Array:
     """The serialized data keys of changelog keys: a window's or session's without its
     suffix (start and sequence number, end and start), which Kafka partitions by."""
     suffix = kind_changelog(spec).min_key
@@ -186,4 +186,4 @@ def _data_keys(keys: pa.ChunkedArray, spec: StoreSpec) -> pa.Array:
     return column.slices(column.starts, column.lengths - suffix)
 
 
-__all__ = ["Regrouped", "check_partition_count", "check_rescale", "regroup", "rescale"]
+__all__ = ["Regrouped", "check_partition_count", "check_rescale", "data_keys", "regroup", "rescale"]

@@ -324,7 +324,8 @@ def import_changelog(
     try:
         record = table.commit(files, overwrite=overwrite, write_id=write_id,
                               kafka_offsets=update, creates=creates, new_spec=new_spec,
-                              read_version=read_version)  # fmt: skip
+                              read_version=read_version,
+                              planned_at=None if creates else base_id)  # fmt: skip
     except BaseException:
         table.abort_write(write_id, files, base_id)
         raise

@@ -179,6 +179,10 @@ class StoreKind:
         """Apply one commit's changelog rows to ``store``."""
         self.engine.apply(store, table, params)
 
+    def record_keys(self, family: str, keys: pa.Array, params: dict[str, Any]) -> pa.Array | None:
+        """The record keys of RocksDB keys of ``family``; None for bookkeeping rows."""
+        return self.engine.record_keys(family, keys, params)
+
     def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         """Raw batches (``Layout.raw_schema``) of what ``scan`` reads from ``store``."""
         return self.engine.scan(store, scan, params)

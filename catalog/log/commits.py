@@ -37,8 +37,9 @@ from itertools import pairwise
 from typing import Any
 
 from catalog import faults
+from catalog.log.erasures import Erasures
 from catalog.log.paths import COMMITS_DIR, record_id, record_name
-from catalog.log.records import ChangelogFile, CommitRecord, OffsetsUpdate, Txn
+from catalog.log.records import ChangelogFile, CommitRecord, OffsetsUpdate, Replacement, Txn
 from catalog.log.storage import Storage
 from stores.errors import (
     CommitConflictError,
@@ -78,6 +79,9 @@ class CommitLog:
         self.storage = storage
         self.store_dir = store_dir
         self.store_id = store_id
+        #: The erasures of the records read so far (``catalog.log.erasures``): every record
+        #: ``read`` returns lists the pieces that replace those they erased.
+        self.erased = Erasures()
 
     def _where(self, commit_id: int) -> str:
         return self.storage.url(self.store_dir, COMMITS_DIR, record_name(commit_id))
@@ -108,6 +112,8 @@ class CommitLog:
                 f"commit(s) {shown}; records are never deleted, so the log was damaged",
                 code="COMMIT_LOG_GAP",
             )
+        if ids:
+            self.read(ids[-1])  # the newest record: the erasures every record is read through
         return ids
 
     def latest_id(self, known: int = 0) -> int:
@@ -147,7 +153,22 @@ class CommitLog:
         return record
 
     def read(self, commit_id: int) -> CommitRecord:
-        """Read and verify one commit record (cached: records never change).
+        """Read and verify one commit record (cached: records never change), listing the
+        pieces that replace those an erasure rewrote (``catalog.log.erasures``; the erasures
+        are those of the records read so far, the newest among them: a reader reads the
+        newest record before it plans).
+
+        Raises:
+            CorruptDataError: the record is missing or fails its checks.
+        """
+        record = self.read_raw(commit_id)
+        for erasure in record.erasures:
+            if erasure not in self.erased.ids:
+                self.erased.add(self.read_raw(erasure))
+        return self.erased.resolve(record)
+
+    def read_raw(self, commit_id: int) -> CommitRecord:
+        """Read and verify one commit record as written, its files as it lists them.
 
         Raises:
             CorruptDataError: the record is missing or fails its checks.
@@ -362,6 +383,9 @@ class CommitLog:
         spec_commit: int | None = None,
         kafka_offsets: OffsetsUpdate | None = None,
         read_version: int | None = None,
+        planned_at: int | None = None,
+        replaced: list[Replacement] | None = None,
+        expect_latest: int | None = None,
     ) -> CommitRecord | None:
         """Publish the next commit record, retried on a lost race (appends commute).
 
@@ -375,7 +399,10 @@ class CommitLog:
         starts from none; ``kafka_offsets`` (a changelog import) sets those it applied, and
         is refused if another commit moved them since the import read them. With
         ``read_version``, the write rewrites the state it read at that commit (a rescale): it
-        is refused if a commit that changes the state landed after it.
+        is refused if a commit that changes the state landed after it. With ``planned_at``
+        (the newest commit when the write began), it is refused if an erasure landed since:
+        its files may hold keys the erasure removed. An ``erase`` lists the pieces it
+        ``replaced``, and is published only as the record after ``expect_latest``.
 
         Returns:
             The published record; None if ``txn`` was already committed (the write is skipped).
@@ -387,7 +414,8 @@ class CommitLog:
                 store's schema was replaced since ``spec_commit`` (SCHEMA_CHANGED), or
                 another import applied records of the same Kafka partitions meanwhile
                 (KAFKA_OFFSETS_MOVED), or the state changed after ``read_version``
-                (STORE_CHANGED).
+                (STORE_CHANGED), or an erasure landed after ``planned_at``
+                (ERASED_MEANWHILE), or a record landed after ``expect_latest`` (LOG_MOVED).
         """
         if new_spec is not None and operation != "overwrite":
             raise InvalidOptionError(
@@ -415,6 +443,23 @@ class CommitLog:
                 )
             if read_version is not None:
                 self._check_unchanged(read_version, latest)
+            if expect_latest is not None and latest != expect_latest:
+                raise CommitConflictError(
+                    f"store {self.store_dir!r} has commits up to {latest}, not "
+                    f"{expect_latest}: the erasure reads the new ones first",
+                    code="LOG_MOVED",
+                )
+            erasures = previous.erasures if previous else ()
+            if planned_at is not None and any(e > planned_at for e in erasures):
+                erasure = max(erasures)
+                raise CommitConflictError(
+                    f"keys of store {self.store_dir!r} were erased by commit {erasure} while "
+                    f"this write ran (it began at commit {planned_at}), and its rows may hold "
+                    "them; nothing was written: run the write again",
+                    code="ERASED_MEANWHILE",
+                )
+            if operation == "erase":
+                erasures = (*erasures, latest + 1)
             offsets = _next_offsets(previous, operation, kafka_offsets, self.store_dir)
             if operation == "expire" and base is not None:
                 history_start = max(history_start, base)
@@ -437,6 +482,8 @@ class CommitLog:
                 base=base,
                 history_start=history_start,
                 spec_commit=latest + 1 if new_spec is not None else in_force,
+                replaced=tuple(replaced or ()),
+                erasures=erasures,
             )
             data = record.to_json()
             faults.point("commit.before_record")
@@ -457,6 +504,8 @@ class CommitLog:
                 )
                 self.store_id = published.store_id
                 _RECORDS[(published.store_id, published.id)] = published
+                if published.operation == "erase":
+                    self.erased.add(published)
                 faults.point("commit.after_record")
                 self._check_not_dropped(published)
                 return published

@@ -123,6 +123,11 @@ def snapshot_path(partition: int, name: str) -> str:
     return path
 
 
+def is_snapshot(path: str) -> bool:
+    """Whether ``path`` names a snapshot file (``snapshot/...``), not a changelog file."""
+    return path.startswith(f"{SNAPSHOT_DIR}/")
+
+
 def check_changelog_path(
     path: object, partition: object, where: str, *, snapshot: bool = False
 ) -> str:

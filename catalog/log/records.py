@@ -8,14 +8,16 @@ A record (JSON, keys sorted; ``checksum`` covers every other field):
 
 | field          | meaning                                                                  |
 |----------------|--------------------------------------------------------------------------|
-| ``format``       | 3 (``FORMAT``; records of 2, which list whole files, are still read)      |
+| ``format``       | 3 (``FORMAT``; 4 once a store has an erasure, so that releases that do not  |
+|                | know erasures refuse it; records of 2, which list whole files, are read) |
 | ``store_id``     | the store's id (so a record copied from another store is refused)        |
 | ``id``           | its own commit id, checked against its file name                         |
 | ``prev``         | the checksum of record ``id - 1`` ("" for 1): a deleted, reordered or     |
 |                | replaced record breaks the chain                                         |
 | ``operation``    | ``create`` (record 1, with ``spec``), ``append``, ``overwrite``, ``drop``,       |
 |                | ``compact`` (a snapshot of every partition as of commit ``base``),         |
-|                | ``expire`` (history before commit ``base`` is gone: see ``history_start``) |
+|                | ``expire`` (history before commit ``base`` is gone: see ``history_start``), |
+|                | ``erase`` (keys erased from every commit: ``replaced``)                   |
 | ``write_id``     | the write that published it (an abort asks the log whether it committed) |
 | ``files``        | the changelog files: partition, path, rows, size, crc32 (``compact``:      |
 |                | the snapshot files, ``snapshot/<partition>/<name>.arrow``)               |
@@ -31,6 +33,9 @@ A record (JSON, keys sorted; ``checksum`` covers every other field):
 | ``kafka_offsets``| the offset of the last Kafka changelog record applied, per partition    |
 |                | (``"<topic>-<partition>"``, Kafka's ``TopicPartition`` string), carried    |
 |                | forward; an overwrite replaces it (absent: none)                          |
+| ``replaced``     | ``erase``: each piece of an earlier record's file that held an erased key, |
+|                | and the piece, without those keys, that every record now reads instead  |
+| ``erasures``     | the ids of the ``erase`` records so far, carried forward (absent: none)   |
 | ``checksum``     | ``crc32:<8 hex>`` of the canonical JSON of the other fields (``seal``)    |
 """
 
@@ -43,14 +48,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalog.log.paths import check_changelog_path, check_store_id
+from catalog.log.paths import check_changelog_path, check_store_id, is_snapshot
 from stores.errors import CorruptDataError
 
 #: The commit record format written: 3 lists pieces of files (``offset``); 2 (still read)
 #: listed whole files. A release that knows only 2 refuses a log with records of 3.
 FORMAT = 3
-_READ_FORMATS = (2, 3)
-OPERATIONS = ("create", "append", "overwrite", "drop", "compact", "expire")
+#: The format of records of a store with erasures: a release that knows only 3 would read an
+#: erased key's old files where they are still there.
+ERASED_FORMAT = 4
+_READ_FORMATS = (2, 3, 4)
+OPERATIONS = ("create", "append", "overwrite", "drop", "compact", "expire", "erase")
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,18 @@ class ChangelogFile:
     size: int
     crc32: int
     offset: int = 0
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """What an ``erase`` record says of one piece of an earlier record: the piece at
+    ``offset`` in ``path`` (of ``partition``) is read as ``file`` from then on, in every
+    commit that lists it (``catalog.log.erasures``)."""
+
+    partition: int
+    path: str
+    offset: int
+    file: ChangelogFile
 
 
 @dataclass(frozen=True)
@@ -165,6 +185,8 @@ class CommitRecord:
     base: int | None = None
     history_start: int = 1  # the oldest readable commit, carried forward (see ``expire``)
     spec_commit: int = 1  # the record holding the spec in force, carried forward
+    replaced: tuple[Replacement, ...] = ()  # ``erase``: the pieces it rewrote
+    erasures: tuple[int, ...] = ()  # the ids of the erase records so far, carried forward
     checksum: str = ""
 
     @property
@@ -189,18 +211,14 @@ class CommitRecord:
     def body(self) -> dict[str, Any]:
         """The record's fields as JSON-able data, without its checksum."""
         return {
-            "format": FORMAT,
+            "format": ERASED_FORMAT if self.erasures else FORMAT,
             "store_id": self.store_id,
             "id": self.id,
             "prev": self.prev,
             "operation": self.operation,
             "write_id": self.write_id,
             "timestamp_ms": self.timestamp_ms,
-            "files": [
-                {"partition": f.partition, "path": f.path, "rows": f.rows, "size": f.size,
-                 "crc32": f.crc32, **({"offset": f.offset} if f.offset else {})}
-                for f in self.files
-            ],
+            "files": [_file_json(f) for f in self.files],
             "summary": self.summary,
             "spec": self.spec,
             "txn": None if self.txn is None else {"app_id": self.txn.app_id,
@@ -210,6 +228,12 @@ class CommitRecord:
             **({"base": self.base} if self.base is not None else {}),
             **({"history_start": self.history_start} if self.history_start != 1 else {}),
             **({"spec_commit": self.spec_commit} if self.spec_commit != 1 else {}),
+            **({"replaced": [
+                {"partition": r.partition, "path": r.path, "offset": r.offset,
+                 "file": _file_json(r.file)}
+                for r in self.replaced
+            ]} if self.replaced else {}),
+            **({"erasures": list(self.erasures)} if self.erasures else {}),
         }  # fmt: skip
 
     def to_json(self) -> bytes:
@@ -239,19 +263,7 @@ class CommitRecord:
                 store_id=check_store_id(raw["store_id"], where),
                 id=int(raw["id"]),
                 operation=str(raw["operation"]),
-                files=tuple(
-                    ChangelogFile(
-                        partition=int(f["partition"]),
-                        path=check_changelog_path(
-                            f["path"], f["partition"], where, snapshot=snapshot
-                        ),
-                        rows=int(f["rows"]),
-                        size=_natural(f["size"], "size", where),
-                        crc32=int(f["crc32"]),
-                        offset=_natural(f.get("offset", 0), "offset", where),
-                    )
-                    for f in raw["files"]
-                ),
+                files=tuple(_file_of(f, where, snapshot) for f in raw["files"]),
                 write_id=str(raw["write_id"]),
                 prev=str(raw["prev"]),
                 timestamp_ms=int(raw["timestamp_ms"]),
@@ -266,6 +278,8 @@ class CommitRecord:
                 base=None if raw.get("base") is None else int(raw["base"]),
                 history_start=int(raw.get("history_start", 1)),
                 spec_commit=int(raw.get("spec_commit", 1)),
+                replaced=tuple(_replacement_of(r, where) for r in raw.get("replaced", ())),
+                erasures=tuple(int(i) for i in raw.get("erasures", ())),
                 checksum=checksum_of(raw),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -296,6 +310,42 @@ class CommitRecord:
                 f"{where}: a compact or expire record, and only one, names an earlier commit as "
                 f"its base (operation {record.operation!r}, base {record.base!r})"
             )
-        if record.operation == "expire" and record.files:
-            raise CorruptDataError(f"{where}: an expire record lists no files")
+        if record.operation in ("expire", "erase") and record.files:
+            raise CorruptDataError(f"{where}: an {record.operation} record lists no files")
+        if (record.operation == "erase") != (record.id in record.erasures) or (
+            record.replaced and record.operation != "erase"
+        ) or any(not 1 <= i <= record.id for i in record.erasures):
+            raise CorruptDataError(
+                f"{where}: only an erase record replaces pieces and names itself among the "
+                f"erasures (operation {record.operation!r}, erasures {list(record.erasures)})"
+            )
         return record
+
+
+def _file_json(f: ChangelogFile) -> dict[str, Any]:
+    return {"partition": f.partition, "path": f.path, "rows": f.rows, "size": f.size,
+            "crc32": f.crc32, **({"offset": f.offset} if f.offset else {})}  # fmt: skip
+
+
+def _file_of(f: Mapping[str, Any], where: str, snapshot: bool) -> ChangelogFile:
+    """A file (piece) listed by a record, its path confined to the store (UNSAFE_PATH)."""
+    return ChangelogFile(
+        partition=int(f["partition"]),
+        path=check_changelog_path(f["path"], f["partition"], where, snapshot=snapshot),
+        rows=int(f["rows"]),
+        size=_natural(f["size"], "size", where),
+        crc32=int(f["crc32"]),
+        offset=_natural(f.get("offset", 0), "offset", where),
+    )
+
+
+def _replacement_of(r: Mapping[str, Any], where: str) -> Replacement:
+    """A piece an erase replaced: both its paths confined to the store, of one kind (a
+    snapshot's piece is replaced by a snapshot) and one partition."""
+    snapshot = is_snapshot(str(r["path"]))
+    new = _file_of(r["file"], where, snapshot)
+    path = check_changelog_path(r["path"], r["partition"], where, snapshot=snapshot)
+    if new.partition != int(r["partition"]):
+        raise CorruptDataError(f"{where} replaces a piece of partition {r['partition']} with "
+                               f"one of partition {new.partition}")  # fmt: skip
+    return Replacement(int(r["partition"]), path, _natural(r["offset"], "offset", where), new)

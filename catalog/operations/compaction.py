@@ -107,7 +107,10 @@ def compact(
             "files": len(files),
             "bytes": sum(f.size for f in files),
         }
-        return table.log.publish("compact", files, write_id, summary=summary, base=base)
+        # Planned at its base: an erasure since then may have erased keys its snapshots hold.
+        return table.log.publish(
+            "compact", files, write_id, summary=summary, base=base, planned_at=base
+        )
     except BaseException:
         if table.log.find_write(write_id, base) is None:  # unlisted: nobody needs them
             for ref in files:

@@ -12,7 +12,10 @@ safety window, and only then:
   files, and a task may still check its abort marker. The window must be longer than your
   longest write (Delta's vacuum asks the same of its retention);
 - commit records are never deleted, and nothing a published record lists is deleted, so a
-  reader pinned to an older commit keeps working.
+  reader pinned to an older commit keeps working; a file that an erasure replaced
+  (``catalog.log.erasures``) is listed by none any more, and is deleted once the erasure is
+  older than the window (the window counts from the erasure, as Delta's from a file's
+  removal: 0 deletes it at once).
 
 What a store directory holds without a commit 1 (a first write that failed) is deleted whole
 once every file in it is older than the window.
@@ -138,8 +141,12 @@ def vacuum(
         consider(f"{COMMITS_DIR}/{name}", mtime, size, leftover=name.endswith(".tmp"))
     # The log is read after the listing: a file committed meanwhile is listed by its record.
     listed = _listed_files(log) if has_store else set()
+    # A file an erasure replaced is as old as the erasure: it left the log then.
+    superseded = log.erased.superseded()
     for rel, mtime, size in staged:
-        consider(rel, mtime, size, leftover=rel not in listed)
+        erased_at = superseded.get(rel)
+        at = mtime if erased_at is None else erased_at / 1000
+        consider(rel, at, size, leftover=rel not in listed)
     if not has_store and report.kept_young == 0 and not dry_run:
         # A failed first write: nothing here is read; the directory goes once all of it is old.
         _delete(storage, store, candidates, report)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from stores.engine import (
     BATCH_ROWS,
@@ -22,6 +23,7 @@ from stores.engine import (
     known,
 )
 from stores.segments.columns import SegmentedBase
+from stores.segments.store import PREFIX_SIZE, SEGMENTS_META_CF
 
 
 def segmented_batches(store: Any, scan: Scan, layout: Layout) -> Iterator[pa.RecordBatch]:
@@ -53,6 +55,14 @@ class SegmentedEngine(StoreEngine):
     columns_base: ClassVar[Callable[..., SegmentedBase | None]]
     columns_read: ClassVar[Callable[..., pa.Table | None]]
     columns_rows: ClassVar[Callable[..., Rows | None]]
+    #: The bytes after the record key in a RocksDB key: a window's start and sequence
+    #: number, a session's end and start.
+    key_suffix: ClassVar[int]
+
+    def record_keys(self, family: str, keys: pa.Array, params: dict[str, Any]) -> pa.Array | None:
+        if family == SEGMENTS_META_CF:
+            return None
+        return pc.binary_slice(keys, PREFIX_SIZE, -type(self).key_suffix)
 
     def scan(self, store: Any, scan: Scan, params: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         return segmented_batches(store, scan, self.layout(params))

@@ -30,6 +30,7 @@ class SessionEngine(SegmentedEngine):
 
     columns_base = staticmethod(session_base)
     columns_read = staticmethod(session_read)
+    key_suffix = 16  # end (8) + start (8)
     columns_rows = staticmethod(session_rows)
 
     def layout(self, params: dict[str, Any]) -> Layout:

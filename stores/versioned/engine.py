@@ -24,7 +24,11 @@ from stores.engine import (
 )
 from stores.query.queries import Query, VersionedKeyQuery
 from stores.versioned.columns import snapshot_records, versioned_read, versioned_rows
+from stores.versioned.format import METADATA_CF
 from stores.versioned.store import VersionedKeyValueStore
+
+#: The segment id before the record key in a versioned store's RocksDB keys.
+SEGMENT_PREFIX = 8
 
 
 class VersionedEngine(StoreEngine):
@@ -37,6 +41,11 @@ class VersionedEngine(StoreEngine):
 
     def column_families(self, params: dict[str, Any]) -> tuple[str, ...]:
         return VersionedKeyValueStore.column_families()
+
+    def record_keys(self, family: str, keys: pa.Array, params: dict[str, Any]) -> pa.Array | None:
+        if family == METADATA_CF:
+            return None
+        return pc.binary_slice(keys, SEGMENT_PREFIX, 2**31 - 1)  # segment id (8) + key
 
     def open(self, db: BytesStore, params: dict[str, Any]) -> Any:
         return VersionedKeyValueStore.over(

@@ -40,6 +40,7 @@ class WindowEngine(SegmentedEngine):
 
     columns_base = staticmethod(window_base)
     columns_read = staticmethod(window_read)
+    key_suffix = 12  # start (8) + sequence number (4)
     columns_rows = staticmethod(window_rows)
 
     def layout(self, params: dict[str, Any]) -> Layout:

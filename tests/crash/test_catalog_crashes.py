@@ -322,3 +322,23 @@ def test_concurrent_writers_with_one_killed_lose_no_acknowledged_write(
     for name in [*acknowledged, *killed[:dead_landed]]:
         expected = merged(expected, [name], int(name[1:]))
     check_committed(crash, "keyvalue", expected)
+
+
+@pytest.mark.parametrize(
+    "step", ["erase.staged", "commit.before_record", "commit.after_record", "erase.published"]
+)
+def test_an_erasure_killed_at_any_step_leaves_the_store_before_or_after_it(
+    crash: Crash, crash_templates: Templates, step: str
+) -> None:
+    """Issue 38: an erasure is one commit. Killed before its record, the store is as before
+    (its staged files are leftovers a vacuum deletes); after, the key is gone from every read,
+    the crashed process's cache (built before it, holding the key) included."""
+    crash.seed(crash_templates["versioned"])
+    assert crash.ok("lookup", keys=["a", "b", "c"])["rows"]  # a cache holding the keys
+    crash.crash(step, "kill", "erase", keys=["b"])
+    log = fresh_log(crash.root)
+    erased = any(log.read(i).operation == "erase" for i in log.ids())
+    assert erased == (step in ("commit.after_record", "erase.published"))
+    expected = [r for r in TEMPLATE_ROWS if r[0] != "b"] if erased else TEMPLATE_ROWS
+    assert crash.ok("lookup", keys=["a", "b", "c"])["rows"] == expected
+    check_committed(crash, "versioned", expected)

@@ -102,6 +102,9 @@ def main(task: dict[str, Any]) -> dict[str, Any]:
             task["store"], older_than_ms=0, retain_history_ms=task.get("retain_history_ms")
         )
         return {"deleted": reports[0].deleted}
+    if op == "erase":
+        report = catalog.load(task["store"]).erase(task["keys"], reason="crash test")
+        return {"erased": report.commit}
     if op == "compact":
         record = catalog.compact(task["store"])
         return {"compacted": record.id if record else None}
