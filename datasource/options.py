@@ -58,6 +58,8 @@ OPTIONS = (
     "txnVersion",
     "singleWriter",
     "overwriteSchema",
+    "erase",
+    "eraseReason",
     "checkpointLocation",
     "readHistory",
     "readChangeFeed",
@@ -120,6 +122,10 @@ class StoreOptions:
     txn_version: int | None = None
     single_writer: bool = False
     overwrite_schema: bool = False
+    #: ``erase``: the DataFrame's keys are erased from the store (``datasource.erase``), for
+    #: ``eraseReason``.
+    erase: bool = False
+    erase_reason: str | None = None
     #: ``readAs`` / ``writeFrom``: "kafkaChangelog" (the store as, or from, Kafka's records).
     read_as: str | None = None
     write_from: str | None = None
@@ -199,6 +205,8 @@ class StoreOptions:
             txn_version=_whole(given, "txnVersion"),
             single_writer=bool(_boolean(given, "singleWriter")),
             overwrite_schema=bool(_boolean(given, "overwriteSchema")),
+            erase=bool(_boolean(given, "erase")),
+            erase_reason=_text(given, "eraseReason"),
             read_as=_kafka_changelog(given, "readAs"),
             write_from=_kafka_changelog(given, "writeFrom"),
             application_id=_text(given, "applicationId"),

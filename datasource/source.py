@@ -122,6 +122,10 @@ class DefaultSource(DataSource):
         from datasource.writer import StateStoreWriter
 
         options = self._options()
+        if options.erase:
+            from datasource.erase import EraseWriter
+
+            return EraseWriter.plan(options, schema, overwrite)
         if options.write_from is not None:
             from datasource.kafka import KafkaChangelogWriter
 

@@ -44,6 +44,7 @@ from catalog import faults
 from catalog.log.changelog import FILE_BATCH_ROWS, IPC_OPTIONS
 from catalog.log.paths import is_snapshot, snapshot_path, task_changelog_path
 from catalog.log.records import ChangelogFile, Replacement
+from stores.columns.encode import exact, whole
 from stores.errors import CommitConflictError, CorruptDataError, InvalidOptionError
 from stores.serdes import serde_for
 
@@ -282,11 +283,14 @@ def _rewrite(
                 f"{sorted(listed_by[path])} list it"
             ) from None
         refs = sorted(set(refs), key=lambda r: r.offset)
-        kept = [_without(table, data, ref, erased, work) for ref in refs]
-        if all(blob is None for blob, _ in kept):
+        pieces_read = [_piece(table, data, ref, erased) for ref in refs]
+        if not any(len(found) for _, _, found in pieces_read):
             continue
         work.files.append(path)
         work.commits |= listed_by[path]
+        for rows, hits, found in pieces_read:
+            work.found.update(pc.unique(found).to_pylist())
+            work.rows += pc.sum(hits).as_py() or 0
         if dry_run:
             continue
         seq = len(work.files)
@@ -295,29 +299,32 @@ def _rewrite(
             snapshot_path(refs[0].partition, f"{work.write_id}-{seq:05d}") if snapshot
             else task_changelog_path(f"{work.write_id}-{seq:05d}")
         )  # fmt: skip
+        if snapshot and len(refs) > 1:
+            raise CorruptDataError(f"snapshot {path} of store {store!r} is listed in pieces")
         blobs, offset = [], 0
-        for ref, (blob, rows) in zip(refs, kept, strict=True):
-            piece = blob if blob is not None else data[ref.offset : ref.offset + ref.size]
+        for ref, (rows, hits, _) in zip(refs, pieces_read, strict=True):
+            # Every piece of the file is written anew, those without a key too: a piece cut
+            # from a writer's batch carries its neighbours' bytes (``exact``).
+            kept = rows.filter(pc.invert(hits))
+            piece = _encoded(kept)
             new = ChangelogFile(
-                partition=ref.partition, path=rel, rows=rows, size=len(piece),
+                partition=ref.partition, path=rel, rows=kept.num_rows, size=len(piece),
                 crc32=zlib.crc32(piece), offset=0 if snapshot else offset,
             )  # fmt: skip
             work.replaced.append(Replacement(ref.partition, ref.path, ref.offset, new))
             blobs.append(piece)
             offset += len(piece)
-        if snapshot and len(blobs) > 1:
-            raise CorruptDataError(f"snapshot {path} of store {store!r} is listed in pieces")
         storage.write_bytes(b"".join(blobs), store, *rel.split("/"))
         work.staged.append(rel)
         work.bytes += offset
         faults.point("erase.staged")
 
 
-def _without(
-    table: Table, data: bytes, ref: ChangelogFile, erased: pa.Array, work: _Rewrite
-) -> tuple[bytes | None, int]:
-    """The piece ``ref`` of ``data`` without the erased keys' rows (None: it holds none), and
-    the rows it keeps.
+def _piece(
+    table: Table, data: bytes, ref: ChangelogFile, erased: pa.Array
+) -> tuple[pa.Table, pa.ChunkedArray, pa.Array]:
+    """The rows of piece ``ref`` of ``data``, which of them are of an erased key, and those
+    rows' record keys.
 
     Raises:
         CorruptDataError: the piece fails its size or checksum.
@@ -329,16 +336,18 @@ def _without(
             f"of store {table.spec.name!r} does not match its commit record"
         )
     rows = pa.ipc.open_file(pa.py_buffer(piece)).read_all()
-    hits, found = _hits(table, rows, is_snapshot(ref.path), erased)
-    if not len(found):
-        return None, rows.num_rows
-    work.found.update(pc.unique(found).to_pylist())
-    work.rows += pc.sum(hits).as_py()
-    kept = rows.filter(pc.invert(hits))
+    return rows, *_hits(table, rows, is_snapshot(ref.path), erased)
+
+
+def _encoded(rows: pa.Table) -> bytes:
+    """``rows`` as an Arrow IPC file (LZ4, as changelog and snapshot files are), each column
+    in buffers of its own values only (``exact``)."""
+    columns = [exact(whole(column)) if len(column) else column.combine_chunks()
+               for column in rows.columns]  # fmt: skip
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, kept.schema, options=IPC_OPTIONS) as writer:
-        writer.write_table(kept, max_chunksize=FILE_BATCH_ROWS)
-    return sink.getvalue().to_pybytes(), kept.num_rows
+    with pa.ipc.new_file(sink, rows.schema, options=IPC_OPTIONS) as writer:
+        writer.write_table(pa.table(columns, schema=rows.schema), max_chunksize=FILE_BATCH_ROWS)
+    return sink.getvalue().to_pybytes()
 
 
 def _hits(

@@ -99,6 +99,40 @@ def put_varints(out: np.ndarray, at: np.ndarray, values: np.ndarray, sizes: np.n
         out[at[rows] + j] = ((values[rows] >> (7 * j)) & 0x7F).astype(np.uint8) | more
 
 
+def exact(array: pa.Array) -> pa.Array:
+    """``array`` copied into buffers that hold its own values and nothing else.
+
+    An Arrow IPC writer pads each buffer of a sliced array to 64 bytes with the bytes that
+    follow the slice in its parent: a piece cut from a larger array carries bytes of its
+    neighbours' values, which no reader sees but the file holds. Arrays written as ``exact``
+    carry none (an erasure's rewritten files, ``catalog.operations.erase``).
+    """
+    n, kind = len(array), array.type
+    validity = None
+    if array.null_count:
+        valid = pc.is_valid(array).to_numpy(zero_copy_only=False)
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
+    if pa.types.is_binary(kind) or pa.types.is_string(kind) or pa.types.is_large_binary(
+        kind
+    ) or pa.types.is_large_string(kind):
+        wide = pa.types.is_large_binary(kind) or pa.types.is_large_string(kind)
+        offsets = binary_offsets(array)
+        data = binary_data(array)[int(offsets[0]) : int(offsets[-1])].tobytes()
+        cut = (offsets - offsets[0]).astype(np.int64 if wide else np.int32).tobytes()
+        buffers = [validity, pa.py_buffer(cut), pa.py_buffer(data)]
+    elif pa.types.is_boolean(kind):
+        bits = pc.fill_null(array, False).to_numpy(zero_copy_only=False)
+        buffers = [validity, pa.py_buffer(np.packbits(bits, bitorder="little").tobytes())]
+    elif kind.bit_width % 8 == 0 and kind.num_fields == 0:
+        width = kind.bit_width // 8
+        raw = np.frombuffer(array.buffers()[1], np.uint8)
+        buffers = [validity, pa.py_buffer(raw[array.offset * width : (array.offset + n) * width]
+                                          .tobytes())]  # fmt: skip
+    else:  # nested: rebuilt from its values
+        return pa.array(array.to_pylist(), kind)
+    return pa.Array.from_buffers(kind, n, buffers, null_count=array.null_count)
+
+
 def binary_from(data: np.ndarray, offsets: np.ndarray) -> pa.Array:
     """A binary array over ``data`` (uint8) cut at ``offsets`` (large past 2 GiB)."""
     large = len(offsets) and int(offsets[-1]) >= 1 << 31
