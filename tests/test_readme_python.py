@@ -100,7 +100,7 @@ def test_every_python_block_of_the_readme_runs(
 
     catalog = Catalog(root)
     assert sorted(catalog.list()) == [
-        "clicks", "counts", "counts_copy", "counts_mirror", "counts_v2", "page_counts", "rates",
+        "addresses", "clicks", "counts", "counts_copy", "counts_mirror", "counts_v2", "page_counts", "rates",
         "s",
     ]  # fmt: skip
     assert sorted(r["key"] for r in catalog.load("counts_copy").to_arrow().to_pylist()) == [
@@ -114,6 +114,17 @@ def test_every_python_block_of_the_readme_runs(
     assert all(Path(d).parent == tmp_path / "tmp" / "kafka-state-v2" / "clicks-v2"
                for d in plan.task_dirs)  # fmt: skip
     assert set(namespace["new_records"].column("partition").to_pylist()) <= {0, 1, 2}
+    # The erasure: ada gone from every commit, bob (a dry run) kept, the audit in the log.
+    addresses = catalog.load("addresses")
+    from catalog.kinds import Scan
+
+    for version in (1, 2):  # the write's commit, and the erasure's
+        kept = [r["key"] for p in range(addresses.spec.num_partitions)
+                for b in addresses.read_partition(p, version, Scan(all_versions=True))
+                for r in b.to_pylist()]  # fmt: skip
+        assert kept == ["bob"]
+    assert [r.operation for r in map(addresses.log.read, addresses.log.ids())][-1] == "erase"
+    assert namespace["planned"].commit is None and namespace["planned"].commits == [1]
     mirror = {r["key"]: r["value"] for r in catalog.load("counts_mirror").to_arrow().to_pylist()}
     assert mirror == {"alice": 3, "bob": 5, "carol": 1}
     priced = sorted(tuple(r)[:4] for r in namespace["priced"].collect())

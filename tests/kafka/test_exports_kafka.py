@@ -199,3 +199,78 @@ def served(entries: list[list[Any]], records: list[dict[str, Any]], kind: str) -
 
     stream_time = max(time_of(r["k"]) for r in records)
     return [e for e in entries if time_of(e[2]) > stream_time - SHORT]
+
+
+def _compacted(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What Kafka's log cleaner leaves of a compacted partition: each key's last record (a
+    tombstone is kept until ``delete.retention.ms``), in offset order."""
+    last = {r["k"]: i for i, r in enumerate(records)}
+    return [r for i, r in enumerate(records) if last[r["k"]] == i]
+
+
+@pytest.mark.parametrize(
+    "variant", ["key_value", "timestamped_headers", "versioned", "timestamped_window", "session"]
+)
+def test_kafkas_restore_after_the_erasures_tombstones_holds_none_of_the_keys(
+    kafka_harness: KafkaHarness, tmp_path: Path, variant: str
+) -> None:
+    """Issue 38: the changelog topic holds the store's records, then the tombstones of the
+    erasure (``catalog.kafka.tombstones``). Kafka's restore of it serves none of the keys: a
+    key-value, window or session store deletes them as it applies the tombstones, a versioned
+    store's latest value is the tombstone; once the log cleaner ran (each key's last record),
+    nothing of them is restored but a versioned store's tombstone entry (``RocksDBVersionedStore
+    .doPut`` keeps a tombstone within the history retention: a key, no value). The state
+    directory we export after the erasure holds none of them either."""
+    ours, params = CASES[variant]
+    catalog = Catalog(str(tmp_path / "warehouse"), cache_dir=str(tmp_path / "cache"))
+    table = build(catalog, ours, retention=SHORT)
+    before = {p: harness_records(table, p) for p in (0, 1)}
+    erased = [b"k1", b"k2", b"k3", b"k4"]
+    report = table.erase([k.decode() for k in erased], reason="test", application_id=APP,
+                         kafka_store="s")  # fmt: skip
+    stones = report.tombstones
+    assert stones is not None and stones.num_rows
+    kind = table.spec.kind
+
+    def found(entries: list[list[Any]], with_values: bool = False) -> set[bytes]:
+        """The erased keys some entry holds (a dump's keys are Kafka's: a versioned store's
+        behind its segment id, a window's and session's before their suffix)."""
+        keys = set()
+        for entry in entries:
+            if "etadata" in entry[1]:
+                continue
+            key = bytes.fromhex(entry[2])
+            key = key[8:] if kind == "versioned" else key[: len(key) - SUFFIX.get(kind, 0)]
+            if key in erased and not (with_values and _tombstones_only(entry)):
+                keys.add(key)
+        return keys
+
+    app_dir = str(tmp_path / "state" / APP)
+    write_state_dir(catalog.load("s"), app_dir, store_name="s", kafka_version="4.3.1",
+                    subtopology=0, offsets={})  # fmt: skip
+    interval = 1000 if kind in SUFFIX else None
+    for p in (0, 1):
+        mine = [{"k": r["key"].hex(), "v": None, "t": r["timestamp"], "h": []}
+                for r in stones.to_pylist() if r["partition"] == p]  # fmt: skip
+        topic = before[p] + mine
+        # A tombstone is sent for a key the partition's restore holds, and only then.
+        held = found(kafka_harness.restore(variant, params, before[p]).cfs)
+        stoned = {bytes.fromhex(r["k"])[: len(r["k"]) // 2 - SUFFIX.get(kind, 0)] for r in mine}
+        assert stoned == held
+        restored = kafka_harness.restore(variant, params, topic).cfs
+        cleaned = kafka_harness.restore(variant, params, _compacted(topic)).cfs
+        if kind == "versioned":  # the latest value is the tombstone; history is the cleaner's
+            latest = [e for e in restored if bytes.fromhex(e[2])[:8] == b"\xff" * 8]
+            assert not found(latest)
+            assert not found(cleaned, with_values=True)
+        else:
+            assert not found(restored) and not found(cleaned)
+        task = os.path.join(app_dir, f"0_{p}")
+        on_disk = directory_families(task, interval) if os.path.isdir(task) else []
+        assert on_disk and not found(on_disk)
+    assert any(found(kafka_harness.restore(variant, params, before[p]).cfs) for p in (0, 1))
+
+
+def _tombstones_only(entry: list[Any]) -> bool:
+    """Whether a versioned store's dumped row holds tombstones only (a key, no value)."""
+    return all(h["value"] is None for h in history([entry]))
