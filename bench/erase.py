@@ -29,6 +29,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,8 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from catalog import Catalog
+from catalog.operations.erase import ErasureReport
+from catalog.store_table import StoreTable
 from catalog.table import Table
 
 PARTITIONS = 4
@@ -64,6 +67,10 @@ def write_all(table: Table, commits: list[tuple[pa.Array, pa.Array, dict[str, pa
         stager = table.stager(write_id)
         stager.add(keys, values, columns)
         table.commit(stager.flush(), write_id=write_id)
+
+
+def erase_into(reports: list[ErasureReport], table: StoreTable, keys: list[str]) -> None:
+    reports.append(table.erase(keys, reason="bench"))
 
 
 def timed(action: Callable[[], object], profile: bool) -> float:
@@ -102,17 +109,13 @@ def main() -> None:
             peer = catalog.create_store("p", "versioned", "string", "string", PARTITIONS,
                                         partitioner="kafka", **PARAMS)  # fmt: skip
             last = i == args.repeat
-            took_write = timed(lambda: write_all(peer, commits), last and args.profile == "write")
+            took_write = timed(partial(write_all, peer, commits), last and args.profile == "write")
             cold = Catalog(root, cache_dir=str(work / f"cold{i}"), compact_after_files=0)
-            table = cold.load("s")
-            report = None
-
-            def erase() -> None:
-                nonlocal report
-                report = table.erase(gone, reason="bench")
-
-            took_erase = timed(erase, last and args.profile == "erase")
-            assert report is not None and report.found == args.erase
+            reports: list[ErasureReport] = []
+            took_erase = timed(partial(erase_into, reports, cold.load("s"), gone),
+                               last and args.profile == "erase")  # fmt: skip
+            report = reports[0]
+            assert report.found == args.erase
             if i:
                 runs["write"].append(took_write)
                 runs["erase"].append(took_erase)
@@ -120,7 +123,7 @@ def main() -> None:
         write, erased = (statistics.median(runs[k]) for k in ("write", "erase"))
         rows = args.keys * args.versions
         print(f"{rows:,} rows ({args.keys:,} keys x {args.versions} versions), "
-              f"{args.erase:,} keys erased, {len(report.files) if report else 0} files rewritten")  # fmt: skip
+              f"{args.erase:,} keys erased, {len(report.files)} files rewritten")  # fmt: skip
         print(f"plain write {write:.2f} s   erase {erased:.2f} s   erase / write {erased / write:.2f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -104,6 +104,7 @@ class PartitionCache:
         self._folder = os.path.join(cache_root, warehouse, f"{spec.name}-{spec.store_id}")
         self._stem = f"p{partition:05d}."
         self._path: str | None = None
+        self._generation = 0
         self.log = CommitLog(storage, store_dir, spec.store_id)
         self._families = tuple(self.kind.column_families(spec.params))
 
@@ -114,17 +115,25 @@ class PartitionCache:
 
     def located(self, target: int) -> str:
         """The cache's directory, named after the newest erasure that rewrote a piece of the
-        partition (``catalog.log.erasures``), as the log says at ``target`` or after (0: the
-        latest commit), once: a cache built before an erasure may hold its keys, so it is
-        never read again, and deleted here (``purge_stale``)."""
-        if self._path is None:
-            self.log.latest_id(target)  # reads the newest record: the erasures it carries
-            generation = self.log.erased.generation(self.partition)
+        partition (``catalog.log.erasures``) as the newest record says (read at each call:
+        the log's newest at ``target`` or after; 0: the latest commit). A cache built before
+        an erasure may hold its keys: it is never read again, and deleted here
+        (``purge_stale``)."""
+        self.log.latest_id(target)  # reads the newest record: the erasures it carries
+        generation = self.log.erased.generation(self.partition)
+        if self._path is None or generation != self._generation:
             suffix = f".e{generation}" if generation else ""
             self._path = os.path.join(self._folder, f"{self._stem}v{CACHE_FORMAT}{suffix}")
+            self._generation = generation
             if generation:
                 self.purge_stale()
         return self._path
+
+    def _outdated(self, path: str) -> bool:
+        """Whether the shared cache at ``path`` was named before an erasure that the log has
+        shown since (one landing while this process reads): what it applied may hold the
+        erased keys."""
+        return path == self._path and self.log.erased.generation(self.partition) != self._generation
 
     def purge_stale(self) -> list[str]:
         """Delete this partition's caches built before the erasure its name says (and those of
@@ -252,6 +261,13 @@ class PartitionCache:
             if applied >= target:
                 return applied
             plan = self.log.restore_plan(applied, target, self.partition)
+            if applied and self._outdated(path):
+                # An erasure landed since this cache was named: start over (from the
+                # replaced files), here, under the lock held; the name stays outdated (the
+                # next ``located`` moves on), the contents do not.
+                tx, applied, fresh = self._emptied(tx, path), 0, True
+                self._generation = self.log.erased.generation(self.partition)
+                plan = self.log.restore_plan(0, target, self.partition)
             if path == self.path:
                 shutil.rmtree(scan_files.scans_folder(self.path), ignore_errors=True)
             snapshot = plan.snapshot if plan.snapshot and plan.snapshot.base is not None else None

@@ -294,3 +294,22 @@ def test_the_command_line_erases_keys_from_a_file_and_says_what_it_did(
     assert "PATH_NOT_FOUND" in capsys.readouterr().err
     assert cli([*root, "history", "s"]) == 0
     assert '"reason": "r"' in capsys.readouterr().out
+
+
+def test_a_cache_object_located_before_the_erasure_moves_on_after_it(catalog: Catalog) -> None:
+    """A long-lived cache (a lookup session's) reads the newest record at each use: the
+    erasure renames it away, and the old database, holding the keys, is not served."""
+    from catalog.kinds import Scan
+
+    table = build(catalog, "keyvalue")
+    caches = [table.partition_cache(p) for p in range(2)]
+    for cache in caches:
+        cache.catch_up(table.log.latest_id())
+    report = table.erase(ERASED, reason="test")
+    seen = set()
+    for cache in caches:
+        with cache.open_at(report.commit) as (store, _):
+            for batch in table.kind.scan(store, Scan(), table.spec.params):
+                seen |= set(batch.column("key").to_pylist())
+        assert cache.path.endswith(f".e{report.commit}")
+    assert seen and not seen & {k.encode() for k in ERASED}
