@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from catalog import faults
 from catalog.applications import KafkaApplications
+from catalog.caches.partitions import default_cache_root, purge_erased
 from catalog.commit import changelog_files
 from catalog.kinds import OPTION_NAMES, kind_of
 from catalog.log.backends import storage_for
@@ -398,20 +399,36 @@ class Catalog(KafkaApplications):
                 where a snapshot makes them unnecessary (``catalog.operations.maintenance``): older
                 commits can no longer be read.
 
+        A vacuum also deletes this machine's caches of the store built before one of its
+        erasures (``catalog.operations.erase``): the other machines' go on their next use.
+
         Raises:
             StoreNotFoundError: nothing of that name exists.
         """
         window = maintenance.DEFAULT_OLDER_THAN_MS if older_than_ms is None else older_than_ms
         if name is None:
-            return maintenance.vacuum_all(
+            reports = maintenance.vacuum_all(
                 self.storage, older_than_ms=window, dry_run=dry_run,
                 retain_history_ms=retain_history_ms,
             )  # fmt: skip
+            for each in [] if dry_run else reports:
+                self._purge_erased(each.store)
+            return reports
         report = maintenance.vacuum(
             self.storage, name, older_than_ms=window, dry_run=dry_run,
             retain_history_ms=retain_history_ms,
         )  # fmt: skip
+        if not dry_run:
+            self._purge_erased(name)
         return [report]
+
+    def _purge_erased(self, name: str) -> None:
+        """Delete this machine's caches of store ``name`` built before one of its erasures
+        (``catalog.caches.partitions.purge_erased``); nothing if there is no such store."""
+        table = self.find(name)
+        if table is not None:
+            purge_erased(self.storage, table.spec, table.log.store_dir,
+                         self.cache_dir or default_cache_root())  # fmt: skip
 
     def drop(self, name: str) -> None:
         """Delete a store and all its files, or what a failed first write or an unfinished drop

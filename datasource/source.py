@@ -85,6 +85,13 @@ class DefaultSource(DataSource):
         from datasource.reader import PushdownStateStoreReader, StateStoreReader
 
         options = self._options()
+        if options.erase or options.erase_reason is not None:
+            from stores.errors import InvalidOptionError
+
+            raise InvalidOptionError(
+                "options 'erase' and 'eraseReason' apply to a write of the keys to erase "
+                "(df.write...option('erase', 'true')); drop them from this read"
+            )
         if options.ignore_deletes is not None:
             from stores.errors import InvalidOptionError
 
@@ -144,6 +151,14 @@ class DefaultSource(DataSource):
         from datasource.stream_writer import StateStoreStreamWriter
 
         options = StoreOptions.parse(self.options, streaming=True)
+        if options.erase:
+            from stores.errors import InvalidOptionError
+
+            raise InvalidOptionError(
+                "option 'erase' applies to batch writes: erase a stream's keys with "
+                "foreachBatch(lambda df, _: df.write.format('state_store').option('erase', "
+                "'true')...save())"
+            )
         if options.write_from is not None or options.read_as is not None:
             from stores.errors import InvalidOptionError
 

@@ -76,6 +76,7 @@ _UNBOUNDED = sys.maxsize
 _RECOMPUTE_SHARE = 4
 
 _T = TypeVar("_T")
+_PARTITION_DIR = re.compile(r"p(\d{5})\.")
 _CACHE_NAME = re.compile(rf"v{CACHE_FORMAT}(?:\.e(\d+))?")
 
 
@@ -563,6 +564,24 @@ class PartitionCache:
                 if i == 0:
                     faults.point("scan.writing")
         return bool(shared)
+
+
+def purge_erased(storage: Storage, spec: StoreSpec, store_dir: str, cache_root: str) -> list[str]:
+    """Delete every local cache of the store under ``cache_root`` built before an erasure of
+    its partition (``PartitionCache.purge_stale``), for every partition it has a cache of
+    (one of an earlier partition count too). Returns the directories deleted."""
+    probe = PartitionCache(storage, spec, store_dir, 0, cache_root)
+    try:
+        names = os.listdir(probe._folder)
+    except FileNotFoundError:
+        return []
+    partitions = sorted({int(m.group(1)) for n in names if (m := _PARTITION_DIR.match(n))})
+    deleted: list[str] = []
+    for partition in partitions:
+        cache = PartitionCache(storage, spec, store_dir, partition, cache_root)
+        cache.located(0)
+        deleted += cache.purge_stale()
+    return deleted
 
 
 def _generation_of(name: str) -> int | None:

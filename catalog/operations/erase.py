@@ -18,8 +18,9 @@ How (``catalog.log.erasures`` has the log's side):
    meanwhile: everything is read again). A crash before the record leaves staged files that
    ``vacuum`` deletes; after it, the erasure is whole.
 5. From then on every commit reads the new pieces (time travel, change feeds, restores, Kafka
-   exports) and local caches built before it are deleted on next use; ``vacuum`` deletes the
-   old files once the erasure is older than its window (0: at once).
+   exports). Local caches built before it are deleted: this machine's at once, every other's
+   on its next use of the store or its next ``Catalog.vacuum``; ``vacuum`` deletes the old
+   files once the erasure is older than its window (0: at once).
 
 A write that began before the erasure and commits after it is refused (ERASED_MEANWHILE): its
 rows may hold the keys. A write that begins after it is a new write, kept as any other.
@@ -41,6 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog import faults
+from catalog.caches.partitions import default_cache_root, purge_erased
 from catalog.log.changelog import FILE_BATCH_ROWS, IPC_OPTIONS
 from catalog.log.paths import is_snapshot, snapshot_path, task_changelog_path
 from catalog.log.records import ChangelogFile, Replacement
@@ -230,8 +232,8 @@ def erase(
             assert record is not None
             report.commit = record.id
             faults.point("erase.published")
-            for partition in sorted({r.partition for r in work.replaced}):
-                table.partition_cache(partition).purge_stale()
+            purge_erased(log.storage, table.spec, log.store_dir,
+                         table.catalog.cache_dir or default_cache_root())  # fmt: skip
             return report
         raise CommitConflictError(
             f"other writers kept committing to store {table.spec.name!r} while the erasure "

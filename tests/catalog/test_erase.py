@@ -313,3 +313,21 @@ def test_a_cache_object_located_before_the_erasure_moves_on_after_it(catalog: Ca
                 seen |= set(batch.column("key").to_pylist())
         assert cache.path.endswith(f".e{report.commit}")
     assert seen and not seen & {k.encode() for k in ERASED}
+
+
+def test_a_vacuum_deletes_its_machines_caches_built_before_an_erasure(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """Another machine's caches (another cache directory) keep the keys until that machine
+    uses the store again, or vacuums it."""
+    table = build(catalog, "window")
+    other = Catalog(catalog.root, cache_dir=str(tmp_path / "other-machine"))
+    elsewhere = other.load("s")
+    for p in range(2):
+        elsewhere.partition_cache(p).catch_up(table.log.latest_id())
+    old = sorted(str(p) for p in (tmp_path / "other-machine").rglob("p0000*.v2"))
+    assert len(old) == 2
+    table.erase(ERASED, reason="test")
+    assert all(os.path.isdir(path) for path in old)  # not this machine's: still there
+    other.vacuum("s", older_than_ms=0)
+    assert not any(os.path.exists(path) for path in old)

@@ -45,11 +45,15 @@ NEEDS = {
     "'pyspark.sql.worker.data_source_pushdown_filters'), '_main')",
 }
 #: Spark-facing tests the fallback lines leave to the whole suite: what they check does not
-#: depend on the Spark line (separate executor processes; a worker killed mid-commit), and
-#: they cost minutes each.
+#: depend on the Spark line (separate executor processes; a worker killed mid-commit; option
+#: checks), and they cost minutes (or a Spark job per case).
 HEAVY = (
     "tests/spark/test_cluster.py",
     "tests/spark/test_upsert.py::test_an_application_killed_after_a_batch_committed_restarts_exactly_once",
+    # Option checks made before Spark runs anything (``datasource.erase``): the erasure itself
+    # runs on every line.
+    "tests/spark/test_erase.py::test_an_erasure_from_spark_refuses_bad_input_by_name",
+    "tests/spark/test_erase.py::test_a_read_refuses_the_erase_options",
 )
 #: The lines whose Spark-facing tests run here: those on which the connector takes a fallback
 #: (``datasource.spark_features``). The others take the code paths of the Spark the whole

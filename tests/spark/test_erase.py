@@ -13,7 +13,7 @@ from tests.spark.test_end_to_end import read, write
 
 
 def test_a_dataframe_of_keys_erases_them_from_every_version(spark: Any, warehouse: str) -> None:
-    rows = [(f"c{i}", float(v), dt.datetime(2024, 5, 1, v, tzinfo=dt.UTC))
+    rows = [(f"c{i}", float(v), dt.datetime(2024, 5, 1, v, tzinfo=dt.timezone.utc))
             for i in range(6) for v in range(1, 4)]  # fmt: skip
     df = spark.createDataFrame(rows, "key string, value double, timestamp timestamp")
     write(df.repartition(3), warehouse, "people", kind="versioned", historyRetention="30 days",
@@ -49,3 +49,9 @@ def test_an_erasure_from_spark_refuses_bad_input_by_name(
     with pytest.raises(Exception, match=code):
         write(keys, warehouse, "e", mode=mode, erase="true", **options)
     assert len(read(spark, warehouse, "e", readHistory="true").collect()) == 1
+
+
+def test_a_read_refuses_the_erase_options(spark: Any, warehouse: str) -> None:
+    write(spark.createDataFrame([("a", 1)], "key string, value bigint"), warehouse, "r")
+    with pytest.raises(Exception, match="apply to a write of the keys to erase"):
+        read(spark, warehouse, "r", erase="true").collect()
