@@ -19,16 +19,12 @@ Printed: seconds (median of ``--repeat``) and ``erase / write`` (the issue asks 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
 import random
 import shutil
 import statistics
 import sys
 import tempfile
-import time
 import uuid
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -36,6 +32,9 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from changelog_columns import timed
 
 from catalog import Catalog
 from catalog.operations.erase import ErasureReport
@@ -71,20 +70,6 @@ def write_all(table: Table, commits: list[tuple[pa.Array, pa.Array, dict[str, pa
 
 def erase_into(reports: list[ErasureReport], table: StoreTable, keys: list[str]) -> None:
     reports.append(table.erase(keys, reason="bench"))
-
-
-def timed(action: Callable[[], object], profile: bool) -> float:
-    profiler = cProfile.Profile() if profile else None
-    start = time.perf_counter()
-    if profiler:
-        profiler.enable()
-    action()
-    if profiler:
-        profiler.disable()
-    took = time.perf_counter() - start
-    if profiler:
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
-    return took
 
 
 def main() -> None:

@@ -221,21 +221,35 @@ def check_topic_exists(bootstrap: str, topic: str, partitions: int) -> None:
     Raises:
         InvalidOptionError: TOPIC_NOT_FOUND, PARTITION_COUNT_MISMATCH, MISSING_DEPENDENCY.
     """
-    ck = _client()
-    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
-    found = ck.admin.AdminClient(config).list_topics(timeout=30).topics.get(topic)
-    if found is None or found.error is not None:
+    if _partition_count(bootstrap, topic, partitions) is None:
         raise InvalidOptionError(
             f"changelog topic {topic!r} does not exist at {bootstrap}; check the application "
             "id and store name (the topic is '<application id>-<store>-changelog')",
             code="TOPIC_NOT_FOUND",
         )
+
+
+def _partition_count(bootstrap: str, topic: str, partitions: int) -> int | None:
+    """The partition count of ``topic`` (None: no such topic), refused unless ``partitions``.
+
+    Raises:
+        InvalidOptionError: PARTITION_COUNT_MISMATCH, MISSING_DEPENDENCY.
+    """
+    ck = _client()
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
+    # All topics listed: a request for one topic may create it on a broker that
+    # auto-creates topics.
+    found = ck.admin.AdminClient(config).list_topics(timeout=30).topics.get(topic)
+    if found is None or found.error is not None:
+        return None
     if len(found.partitions) != partitions:
         raise InvalidOptionError(
-            f"changelog topic {topic!r} has {len(found.partitions)} partition(s); the store "
-            f"has {partitions}",
+            f"changelog topic {topic!r} has {len(found.partitions)} partition(s); the "
+            f"store's application has {partitions}: delete the topic first or give the "
+            "application's partition count",
             code="PARTITION_COUNT_MISMATCH",
         )
+    return partitions
 
 
 def produce_records(records: pa.Table, bootstrap: str, topic: str) -> dict[int, int]:
@@ -298,19 +312,10 @@ def check_changelog_topic(bootstrap: str, topic: str, partitions: int) -> bool:
     Raises:
         InvalidOptionError: PARTITION_COUNT_MISMATCH, TOPIC_NOT_EMPTY, MISSING_DEPENDENCY.
     """
+    if _partition_count(bootstrap, topic, partitions) is None:
+        return False
     ck = _client()
     config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
-    # All topics listed: a request for one topic may create it on a broker that
-    # auto-creates topics.
-    found = ck.admin.AdminClient(config).list_topics(timeout=30).topics.get(topic)
-    if found is None or found.error is not None:
-        return False
-    if len(found.partitions) != partitions:
-        raise InvalidOptionError(
-            f"changelog topic {topic!r} has {len(found.partitions)} partition(s); the new "
-            f"application's store has {partitions}: delete the topic first",
-            code="PARTITION_COUNT_MISMATCH",
-        )
     consumer = ck.Consumer({**config, "group.id": f"state-store-{uuid.uuid4().hex}"})
     try:
         for p in range(partitions):
