@@ -144,6 +144,8 @@ class _Rewrite:
     """The erasure's files so far: what it staged and what each replaces."""
 
     write_id: str
+    keys: Any = None  # the keys as given: serialized per spec (``for_spec``)
+    views: dict[int, tuple[Table, pa.Array | None]] = field(default_factory=dict)
     replaced: list[Replacement] = field(default_factory=list)
     staged: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
@@ -151,6 +153,20 @@ class _Rewrite:
     found: set[bytes] = field(default_factory=set)
     rows: int = 0
     bytes: int = 0
+
+    def for_spec(self, table: Table, spec_commit: int) -> tuple[Table, pa.Array | None]:
+        """The store as the spec of record ``spec_commit`` has it (commits before a schema
+        overwrite were written with theirs: another kind, another key type), and the keys
+        serialized for it (None: they are not of its key type, so none of its files holds
+        them)."""
+        if spec_commit not in self.views:
+            at = table.at(table.catalog, table.log, spec_commit)
+            try:
+                keys = serialized_keys(at, self.keys)
+            except InvalidOptionError:
+                keys = None
+            self.views[spec_commit] = (at, keys)
+        return self.views[spec_commit]
 
 
 def erase(
@@ -191,12 +207,12 @@ def erase(
         keyed_by, reason,
     )  # fmt: skip
     log = table.log
-    work = _Rewrite(f"erase-{uuid.uuid4().hex}")
+    work = _Rewrite(f"erase-{uuid.uuid4().hex}", keys)
     latest, first = log.latest_id(), 1
     called = False
     try:
         for _ in range(_ROUNDS):
-            _rewrite(table, first, latest, erased, work, dry_run, progress)
+            _rewrite(table, first, latest, work, dry_run, progress)
             report.found, report.rows = len(work.found), work.rows
             report.files, report.commits = sorted(work.files), sorted(work.commits)
             if dry_run:
@@ -223,7 +239,7 @@ def erase(
                 newest = log.latest_id()
                 if any(log.read_raw(i).operation == "erase" for i in range(latest + 1, newest + 1)):
                     _delete_staged(table, work)  # another erasure: everything is read again
-                    work = _Rewrite(work.write_id + "x")
+                    work = _Rewrite(work.write_id + "x", keys)
                     first = 1
                 else:
                     first = latest + 1
@@ -256,7 +272,6 @@ def _rewrite(
     table: Table,
     first: int,
     last: int,
-    erased: pa.Array,
     work: _Rewrite,
     dry_run: bool,
     progress: Callable[[str], None] | None,
@@ -267,14 +282,19 @@ def _rewrite(
     start = log.history_start() if last else 1
     pieces: dict[str, list[ChangelogFile]] = {}
     listed_by: dict[str, set[int]] = {}
+    spec_of: dict[str, int] = {}
     for commit_id in range(first, last + 1):
         record = log.read(commit_id)
         for ref in record.files:
             pieces.setdefault(ref.path, []).append(ref)
             listed_by.setdefault(ref.path, set()).add(commit_id)
+            spec_of[ref.path] = record.spec_commit
     for n, (path, refs) in enumerate(sorted(pieces.items())):
         if progress is not None and n % 100 == 0:
             progress(f"files {n}/{len(pieces)}")
+        at, erased = work.for_spec(table, spec_of[path])
+        if erased is None:
+            continue
         try:
             data = storage.read_bytes(store, *path.split("/"))
         except FileNotFoundError:
@@ -285,7 +305,7 @@ def _rewrite(
                 f"{sorted(listed_by[path])} list it"
             ) from None
         refs = sorted(set(refs), key=lambda r: r.offset)
-        pieces_read = [_piece(table, data, ref, erased) for ref in refs]
+        pieces_read = [_piece(at, data, ref, erased) for ref in refs]
         if not any(len(found) for _, _, found in pieces_read):
             continue
         work.files.append(path)

@@ -331,3 +331,32 @@ def test_a_vacuum_deletes_its_machines_caches_built_before_an_erasure(
     assert all(os.path.isdir(path) for path in old)  # not this machine's: still there
     other.vacuum("s", older_than_ms=0)
     assert not any(os.path.exists(path) for path in old)
+
+
+@pytest.mark.parametrize("variant", ["keyvalue", "window"])
+def test_commits_written_with_an_earlier_spec_are_erased_with_it(
+    catalog: Catalog, variant: str
+) -> None:
+    """A rescale replaced the spec (3 partitions instead of 2): the commits before it are
+    read, and erased, with theirs."""
+    table = build(catalog, variant)
+    before = {v: everything(table, v) for v in table.log.ids()}
+    assert table.rescale(3) is not None
+    last = table.log.latest_id()
+    before[last] = everything(table, last)
+    table.erase(ERASED, reason="test")
+    again = Catalog(catalog.root, cache_dir=catalog.cache_dir + "-new").load("s")
+    for version, rows in before.items():
+        assert everything(again, version) == [r for r in rows if r["key"] not in ERASED]
+        assert everything(table, version) == [r for r in rows if r["key"] not in ERASED]
+
+
+def test_keys_not_of_an_earlier_spec_s_key_type_are_not_looked_for_there(catalog: Catalog) -> None:
+    table = catalog.create_store("s", "keyvalue", "long", "long")
+    table.commit(table.stage(pa.array([1, 2], pa.int64()), pa.array([1, 2], pa.int64())))
+    view = catalog.load("s")
+    from catalog.operations.erase import _Rewrite
+
+    work = _Rewrite("w", ["not a long"])
+    assert work.for_spec(view, 1)[1] is None
+    assert work.for_spec(view, 1)[0].spec.key_type == "long"
