@@ -20,7 +20,7 @@ from catalog.kafka.tombstones import erase_tombstones
 from catalog.log.records import ChangelogFile, CommitRecord, OffsetsUpdate, Txn
 from catalog.log.spec import StoreSpec
 from catalog.operations import compaction
-from catalog.operations.erase import ErasureReport, erase
+from catalog.operations.erase import ErasureReport, erase, erasures_of
 from catalog.operations.erase import serialized_keys as _serialized
 from catalog.table import Table, Warehouse
 from stores.errors import InvalidOptionError
@@ -153,6 +153,15 @@ class StoreTable(Table):
         if records:
             report.tombstones = records[0]
         return report
+
+    def erasures_of(self, key: Any, *, audit_key: str | bytes | None = None) -> list[int]:
+        """The erase commits that erased ``key``, found by its keyed hash in their audit
+        records (``catalog.operations.erase.erasures_of``; ``audit_key`` as the erasure's).
+
+        Raises:
+            InvalidOptionError: a key not of the store's key type (INVALID_KEYS).
+        """
+        return erasures_of(self, key, audit_key)
 
     # -- Kafka Streams (``catalog.kafka``) -------------------------------------------------------
 

@@ -139,6 +139,25 @@ def serialized_keys(table: Table, keys: Any) -> pa.Array:
     return pc.unique(encoded.cast(pa.binary()))
 
 
+def erasures_of(table: Table, key: Any, audit_key: str | bytes | None = None) -> list[int]:
+    """The erase commits whose audit record holds ``key``'s keyed hash (with the audit key
+    those erasures used: ``audit_key``, ``$STATE_STORE_AUDIT_KEY`` or the store id): an
+    auditor's check that a key was erased, without the log ever holding the key.
+
+    Raises:
+        InvalidOptionError: a key not of the store's key type (INVALID_KEYS).
+    """
+    secret, _ = audit_secret(table, audit_key)
+    (digest,) = key_hashes(serialized_keys(table, [key]).to_pylist(), secret)
+    log = table.log
+    latest = log.latest_id()
+    return [
+        commit_id
+        for commit_id in (log.read(latest).erasures if latest else ())
+        if digest in log.read(commit_id).summary.get("key_hashes", ())
+    ]
+
+
 @dataclass
 class _Rewrite:
     """The erasure's files so far: what it staged and what each replaces."""
@@ -399,5 +418,5 @@ def _hits(
     return pa.chunked_array(chunks, pa.bool_()), keys_found
 
 
-__all__ = ["AUDIT_KEY_ENV", "ErasureReport", "audit_secret", "erase", "key_hashes",
-           "serialized_keys"]  # fmt: skip
+__all__ = ["AUDIT_KEY_ENV", "ErasureReport", "audit_secret", "erase", "erasures_of",
+           "key_hashes", "serialized_keys"]  # fmt: skip

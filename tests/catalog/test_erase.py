@@ -139,6 +139,10 @@ def test_the_audit_record_keeps_a_keyed_hash_of_each_key_never_the_key(
         "hmac-sha256:" + hmac.new(b"secret", b"k5", hashlib.sha256).hexdigest()
     ]
     assert keyed.hash_keyed_by == "audit key"
+    # An auditor finds which erasure took a key, with the key the erasure hashed with.
+    assert table.erasures_of("k5") == [keyed.commit]
+    assert table.erasures_of("k1", audit_key=secret) == [report.commit]
+    assert table.erasures_of("k9") == [] and table.erasures_of("k1") == []
 
 
 def test_bad_input_is_refused_by_name_and_writes_nothing(catalog: Catalog) -> None:
