@@ -302,7 +302,8 @@ class Catalog(KafkaApplications):
                     "commits": records[-1].id,
                     "last_commit": records[-1].timestamp_ms * 1000,
                     "rows_written": sum(
-                        int(r.summary.get("rows", 0)) for r in records if not r.changes_nothing
+                        int(r.summary.get("rows", 0)) for r in records
+                        if not r.changes_nothing and r.operation != "erase"
                     ),
                     "bytes_written": sum(int(r.summary.get("bytes", 0)) for r in records),
                     "history_start": log.history_start(),
