@@ -43,7 +43,7 @@ from stores.errors import (
 )
 from stores.serdes import serde_for
 from stores.time import format_duration_ms
-from stores.types import TypeJson
+from stores.types import TypeJson, type_json_of
 
 DEFAULT_ROOT = "./state-warehouse"
 #: ``Catalog.stores_table``'s columns.
@@ -178,7 +178,9 @@ class Catalog(KafkaApplications):
         partitioner: str = DEFAULT_PARTITIONER,
         **params: Any,
     ) -> StoreSpec:
-        """Validate and build a spec without creating anything.
+        """Validate and build a spec without creating anything. Types are Spark's, by their
+        DDL names (``bigint``, ``int``, ...) or their JSON names (``long``, ``integer``, ...),
+        or a struct's JSON type document.
 
         Args:
             partitioner: how a key's partition is computed (``catalog.partitioner``):
@@ -191,6 +193,7 @@ class Catalog(KafkaApplications):
         """
         check_store_name(name)
         store_kind = kind_of(kind)
+        key_type, value_type = type_json_of(key_type), type_json_of(value_type)
         serde_for(key_type, column="key")
         serde_for(value_type, column="value")
         spec = StoreSpec(

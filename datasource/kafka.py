@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -40,7 +39,7 @@ from datasource.reader import StorePartition, check_creation_options, load_table
 from stores.columns.headers import HEADERS_TYPE
 from stores.errors import CommitConflictError, InvalidOptionError, StoreNotFoundError
 from stores.serdes import serde_for
-from stores.types import TypeJson
+from stores.types import TypeJson, type_json_of
 
 #: Spark's Kafka record columns, as the readAs read returns them and the writeFrom write takes
 #: them (Spark's Kafka source has also ``offset``, which the write needs, and ``timestampType``).
@@ -83,10 +82,6 @@ _IMPORT_COLUMNS = {
     "timestamp": "timestamp or bigint epoch ms",
 }
 #: Spark DDL names accepted for ``keyType``/``valueType``, as Spark's JSON type names.
-_DDL_NAMES = {"bigint": "long", "int": "integer", "smallint": "short", "tinyint": "byte",
-              "bool": "boolean", "bytes": "binary", "real": "float"}  # fmt: skip
-
-
 def type_option(options: StoreOptions, column: str) -> TypeJson:
     """The store type of ``key``/``value`` from options ``keyType``/``valueType`` (Spark JSON
     type names: ``string``, ``long``, ``binary``..., DDL aliases, or a JSON type document);
@@ -99,14 +94,10 @@ def type_option(options: StoreOptions, column: str) -> TypeJson:
     text = options.key_type if column == "key" else options.value_type
     if text is None:
         return "binary"
-    type_json: TypeJson
-    if text.lstrip().startswith("{"):
-        try:
-            type_json = json.loads(text)
-        except ValueError as exc:
-            raise InvalidOptionError(f"option {option!r} is not valid JSON: {exc}") from None
-    else:
-        type_json = _DDL_NAMES.get(text.lower(), text.lower())
+    try:
+        type_json = type_json_of(text)
+    except InvalidOptionError as exc:
+        raise InvalidOptionError(f"option {option!r}: {exc}") from None
     try:
         serde_for(type_json, column=column)
     except InvalidOptionError as exc:

@@ -8,6 +8,7 @@ module maps that description to Arrow types, the common currency of every layer.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Union
 
@@ -103,6 +104,27 @@ def from_arrow(arrow_type: pa.DataType) -> TypeJson:
             "valueContainsNull": True,
         }
     raise InvalidOptionError(f"unsupported column type {arrow_type}")
+
+
+#: Spark's DDL names (and a few aliases) of the types a store takes, by their JSON names.
+DDL_NAMES = {"bigint": "long", "int": "integer", "smallint": "short", "tinyint": "byte",
+             "bool": "boolean", "bytes": "binary", "real": "float"}  # fmt: skip
+
+
+def type_json_of(given: TypeJson) -> TypeJson:
+    """A column type as Spark's JSON names it: a DDL name (``bigint``, ``int``) or a JSON
+    name (``long``, ``integer``) in any case, a JSON type document as text, or a type
+    document; anything else as it is (a serde refuses it by name)."""
+    if not isinstance(given, str):
+        return given
+    text = given.strip()
+    if text.startswith("{"):
+        try:
+            parsed: TypeJson = json.loads(text)
+        except ValueError as exc:
+            raise InvalidOptionError(f"type {given!r} is not valid JSON: {exc}") from None
+        return parsed
+    return DDL_NAMES.get(text.lower(), text.lower())
 
 
 def describe(type_json: TypeJson) -> str:

@@ -497,3 +497,24 @@ def test_times_in_the_python_api_take_datetimes_and_iso_strings(catalog: Catalog
     assert VersionedKeyQuery.with_key("EUR").as_of("1970-01-01T00:00:01.5+00:00").as_of_timestamp() == 1_500
     with pytest.raises(InvalidOptionError, match="naive datetime"):
         table.to_arrow(as_of="1970-01-01T00:00:01")
+
+
+def test_every_type_name_the_messages_list_is_accepted_ddl_and_json_alike(
+    tmp_path: Path,
+) -> None:
+    """Issue 39: ``bigint`` was listed as accepted and refused (the Python API wanted
+    Spark's JSON name ``long``). Every name the refusal lists, and its JSON name, in any case,
+    makes a store of the same type."""
+    from stores.serdes import SUPPORTED_TYPES
+    from stores.types import DDL_NAMES
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    listed = [n.strip() for n in SUPPORTED_TYPES.split(",") if "<" not in n]
+    assert "bigint" in listed and "int" in listed
+    for n, name in enumerate(listed):
+        json_name = DDL_NAMES.get(name, name)
+        for i, given in enumerate((name, json_name, name.upper())):
+            table = catalog.create_store(f"s{n}-{i}", "keyvalue", given, "string")
+            assert table.spec.key_type == json_name
+    with pytest.raises(InvalidOptionError, match="decimal, which a store cannot hold"):
+        catalog.create_store("bad", "keyvalue", "string", "decimal")
