@@ -34,8 +34,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -47,6 +47,7 @@ import pyarrow as pa
 
 from catalog import faults
 from catalog.caches import scan_files
+from catalog.caches.names import cache_name, generation_of, partition_of
 from catalog.kinds import STORE_MUST_ANSWER, kind_of
 from catalog.log import durable
 from catalog.log.changelog import read_changelog
@@ -57,10 +58,9 @@ from catalog.log.spec import StoreSpec
 from catalog.log.storage import Storage
 from stores.bytes.rocksdb import RocksDBBytesStore, is_rocksdb_failure
 from stores.errors import CorruptDataError, StoreNotFoundError
+from stores.segments.dropped import counted
 from stores.transactional import OFFSETS_CF, TransactionalStore, committed_offset_of
 
-#: Bumped when the cache layout changes: older caches are simply not found (and rebuilt).
-CACHE_FORMAT = 2
 #: Computes a partition's scan from columns: (snapshot runs by column family, the changelog
 #: rows of each commit after it) to typed batches, or None to decline.
 Columnar = Callable[
@@ -76,8 +76,7 @@ _UNBOUNDED = sys.maxsize
 _RECOMPUTE_SHARE = 4
 
 _T = TypeVar("_T")
-_PARTITION_DIR = re.compile(r"p(\d{5})\.")
-_CACHE_NAME = re.compile(rf"v{CACHE_FORMAT}(?:\.e(\d+))?")
+_log = logging.getLogger(__name__)
 
 
 def default_cache_root() -> str:
@@ -103,7 +102,6 @@ class PartitionCache:
         self.kind = kind_of(spec.kind)
         warehouse = hashlib.sha1(storage.root.encode()).hexdigest()[:12]
         self._folder = os.path.join(cache_root, warehouse, f"{spec.name}-{spec.store_id}")
-        self._stem = f"p{partition:05d}."
         self._path: str | None = None
         self._generation = 0
         self.log = CommitLog(storage, store_dir, spec.store_id)
@@ -123,8 +121,7 @@ class PartitionCache:
         self.log.latest_id(target)  # reads the newest record: the erasures it carries
         generation = self.log.erased.generation(self.partition)
         if self._path is None or generation != self._generation:
-            suffix = f".e{generation}" if generation else ""
-            self._path = os.path.join(self._folder, f"{self._stem}v{CACHE_FORMAT}{suffix}")
+            self._path = os.path.join(self._folder, cache_name(self.partition, generation))
             self._generation = generation
             if generation:
                 self.purge_stale()
@@ -140,16 +137,16 @@ class PartitionCache:
         """Delete this partition's caches built before the erasure its name says (and those of
         an older format), with their scan files and locks, each unless a reader holds it (a
         later call deletes it). Returns the directories deleted."""
-        current = _generation_of(os.path.basename(self.path)[len(self._stem) :])
+        current = generation_of(os.path.basename(self.path))
         try:
             names = os.listdir(self._folder)
         except FileNotFoundError:
             return []
         deleted = []
         for name in names:
-            if not name.startswith(self._stem) or name.endswith((".lock", ".scans")):
+            if partition_of(name) != self.partition or name.endswith((".lock", ".scans")):
                 continue
-            generation = _generation_of(name[len(self._stem) :])
+            generation = generation_of(name)
             if generation is not None and current is not None and generation >= current:
                 continue
             stale = os.path.join(self._folder, name)
@@ -251,6 +248,11 @@ class PartitionCache:
         )
 
     def _catch_up(self, path: str, target: int) -> int:
+        what = f"store {self.spec.name!r} partition {self.partition} to commit {target}"
+        with counted(_log, what):  # one line for the commits applied, not one a commit
+            return self._catch_up_counted(path, target)
+
+    def _catch_up_counted(self, path: str, target: int) -> int:
         if target < 1:
             return 0
         fresh = not os.path.isdir(path)  # made here: empty, no earlier build's leftovers
@@ -575,20 +577,13 @@ def purge_erased(storage: Storage, spec: StoreSpec, store_dir: str, cache_root: 
         names = os.listdir(probe._folder)
     except FileNotFoundError:
         return []
-    partitions = sorted({int(m.group(1)) for n in names if (m := _PARTITION_DIR.match(n))})
+    partitions = sorted({p for n in names if (p := partition_of(n)) is not None})
     deleted: list[str] = []
     for partition in partitions:
         cache = PartitionCache(storage, spec, store_dir, partition, cache_root)
         cache.located(0)
         deleted += cache.purge_stale()
     return deleted
-
-
-def _generation_of(name: str) -> int | None:
-    """The erasure generation of a cache named ``v<format>[.e<erasure>]`` (after its
-    partition), or None for another format's."""
-    match = _CACHE_NAME.fullmatch(name)
-    return int(match.group(1) or 0) if match else None
 
 
 def _slices(keys: pa.Array, values: pa.Array, rows: int = 1 << 16) -> Iterator[tuple[pa.Array, pa.Array]]:

@@ -48,8 +48,8 @@ import pyarrow as pa
 
 from stores.columns.decode import segment_ids, stored_values
 from stores.columns.encode import big_endian_column, concat_rows
+from stores.segments.dropped import dropped as tell_dropped
 from stores.segments.store import (
-    EXPIRED_SEGMENT_WARNING,
     NO_TIMESTAMP,
     SEGMENTS_META_CF,
     STREAM_TIME_KEY,
@@ -150,10 +150,7 @@ def stream_time(
             first_live = segment_ids(met[old] - retention, interval)
             dropped += int((segment_ids(part[old], interval) < first_live).sum())
         reached = int(met.max())
-    if dropped:
-        logging.getLogger(f"stores.{kind}").warning(
-            "%s (%d records)", EXPIRED_SEGMENT_WARNING, dropped
-        )
+    tell_dropped(logging.getLogger(f"stores.{kind}"), dropped)
     return reached
 
 

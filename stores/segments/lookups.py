@@ -22,7 +22,8 @@ from stores.columns.arguments import (
     checked_optional_bytes_column,
 )
 from stores.errors import InvalidOptionError
-from stores.segments.store import EXPIRED_SEGMENT_WARNING, SegmentedBytesStore
+from stores.segments.dropped import dropped as tell_dropped
+from stores.segments.store import SegmentedBytesStore
 
 #: Raw scan batches of a segmented layer: ``(store keys, stored values)`` lists.
 RawBatches = Iterator[tuple[list[bytes], list[bytes]]]
@@ -107,8 +108,7 @@ class SegmentedLookups:
             for key, value in meta:
                 segments.db.put(key, value, segments.meta_cf)
             dropped = segments.put_many(keys, raws, times, key_suffixes=suffixes)
-        if dropped:
-            self.log.warning("%s (%d records)", EXPIRED_SEGMENT_WARNING, dropped)
+        tell_dropped(self.log, dropped)
 
     def scan(
         self, batches: RawBatches, decode: BatchDecoder

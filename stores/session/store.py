@@ -53,8 +53,8 @@ from stores.checks import checked_long as _long
 from stores.iterators import KeyValueIterator
 from stores.records import KeyValue, ValueAndHeaders, Window, Windowed
 from stores.segments.base import SegmentedStoreBase
+from stores.segments.dropped import dropped
 from stores.segments.store import (
-    EXPIRED_SEGMENT_WARNING,
     INVALID_KEY_RANGE_WARNING,
     column_families,
     segment_prefix,
@@ -189,7 +189,7 @@ class _SessionStoreBase(SegmentedStoreBase, Generic[V]):
         with self._db.operation():
             written = self._segments.put(encode_session_key(key, start, end), raw, end)
         if not written:
-            log.warning(EXPIRED_SEGMENT_WARNING)  # Kafka's RocksDBSessionStore logs it too
+            dropped(log, 1, bulk=False)  # Kafka's RocksDBSessionStore logs it too
 
     def remove(self, *args: Any, **kwargs: Any) -> None:
         """``remove(session_key: Windowed)`` or ``remove(key, start, end)``.

@@ -12,7 +12,7 @@ Kafka's rules, as implemented here:
 - Time bounds are inclusive; a window is ``[start, start + window_size]`` (end capped at
   2**63-1).
 - A put advances the stream time first; a put into an expired segment is dropped with Kafka's
-  warning (:data:`EXPIRED_SEGMENT_WARNING`). Segments entirely before ``stream time -
+  message, at INFO and counted (:mod:`stores.segments.dropped`). Segments entirely before ``stream time -
   retention`` are deleted at once.
 - Without ``retain_duplicates`` the sequence number is 0 and a None value deletes the window.
   With it every put takes the next sequence number and a None value is ignored (Kafka: a
@@ -63,8 +63,8 @@ from stores.records import (
     Windowed,
 )
 from stores.segments.base import SegmentedStoreBase
+from stores.segments.dropped import dropped
 from stores.segments.store import (
-    EXPIRED_SEGMENT_WARNING,
     INVALID_KEY_RANGE_WARNING,
     SEGMENTS_META_CF,
     column_families,
@@ -218,7 +218,7 @@ class _WindowStoreBase(SegmentedStoreBase, Generic[V]):
             raise
         self._db.maybe_commit()
         if not written:
-            _log.warning(EXPIRED_SEGMENT_WARNING)
+            dropped(_log, 1, bulk=False)
 
     def put_columns(
         self,

@@ -242,3 +242,29 @@ def test_a_first_read_stopped_early_keeps_no_scan_file(catalog: Catalog, table: 
     assert not [n for n in os.listdir(os.path.dirname(cache.path)) if n.startswith("scan-")]
     assert _rows(table) == _expected()  # a whole read keeps it
     assert scan.exists() and Path(str(scan) + ".xxh3").exists()
+
+
+def test_records_dropped_as_expired_are_one_info_line_per_catch_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 39: Kafka warns once per record put into an expired segment; a cache catching up
+    over many commits of late records printed a line for each. They are counted: one INFO
+    line for the catch-up, with the count, and nothing at WARNING."""
+    import logging
+
+    catalog = Catalog(str(tmp_path / "wh"), cache_dir=str(tmp_path / "cache"),
+                      compact_after_files=0)  # fmt: skip
+    table = catalog.create_store("w", "window", "string", "long", window_size_ms=10,
+                                 retention_ms=100, segment_interval_ms=50)  # fmt: skip
+    # Each commit: a record at n s and 3 at 0-20 ms: late from the second commit on (a
+    # commit's rows are applied in time order, so the first one's are not).
+    for n in range(1, 6):
+        starts = [n * 1000, 0, 10, 20]
+        table.commit(table.stage(pa.array(["a", "b", "c", "d"]), pa.array([1] * 4, pa.int64()),
+                                 {"window_start": pa.array(starts, pa.int64())}))  # fmt: skip
+    with caplog.at_level(logging.INFO):
+        table.partition_cache(0).catch_up(table.log.latest_id())
+    lines = [r for r in caplog.records if "expired segment" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].levelno == logging.INFO
+    assert "(12 records, store 'w' partition 0" in lines[0].getMessage()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

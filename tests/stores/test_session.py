@@ -684,13 +684,13 @@ def test_a_session_of_an_expired_segment_is_skipped_with_kafka_s_warning(
 
     with SessionStore(tmp_path / "row", retention_ms=100) as store:
         store.put(b"a", 1_000_000, 1_000_000, b"new")
-        with caplog.at_level("WARNING"):
+        with caplog.at_level("INFO"):
             store.put(b"a", 0, 10, b"late")
         assert EXPIRED_SEGMENT_WARNING in caplog.text
         assert store.fetch_session(b"a", 0, 10) is None
     caplog.clear()
     with SessionStore(tmp_path / "bulk", retention_ms=100) as store:
-        with caplog.at_level("WARNING"):
+        with caplog.at_level("INFO"):
             store.put_columns([b"a", b"a"], [b"new", b"late"], [1_000_000, 0], [1_000_000, 10])
         assert f"{EXPIRED_SEGMENT_WARNING} (1 records)" in caplog.text
 

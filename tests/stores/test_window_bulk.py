@@ -300,7 +300,7 @@ def window(tmp_path: Any) -> Iterator[WindowStore]:
 def test_put_columns_logs_one_warning_for_expired_rows(
     window: WindowStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="stores.window.store"):
+    with caplog.at_level(logging.INFO, logger="stores.window.store"):
         window.put_columns([b"a", b"a", b"b", b"c"], [b"1", b"2", b"3", b"4"], [100, 1, 2, 101])
     assert [r.getMessage() for r in caplog.records] == [f"{EXPIRED_SEGMENT_WARNING} (2 records)"]
     assert [(w.key, w.window.start) for w, _ in window.all()] == [(b"a", 100), (b"c", 101)]

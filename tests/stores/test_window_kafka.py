@@ -406,7 +406,7 @@ def test_should_not_throw_invalid_range_exception_with_negative_from_key(
 def test_should_log_and_measure_expired_records(
     ws: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="stores.window.store"):
+    with caplog.at_level(logging.INFO, logger="stores.window.store"):  # Kafka's WARN: INFO
         ws.put(k(1), b"initial record", 2 * RETENTION_PERIOD)
         ws.put(k(1), b"late record", 0)
         ws.put(k(1), b"another on-time record", RETENTION_PERIOD + 1)
