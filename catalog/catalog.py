@@ -115,8 +115,15 @@ class Catalog(KafkaApplications):
         return self.storage.root
 
     def list(self) -> list[str]:
-        """Names of every store, sorted (not those being dropped)."""
-        return [n for n in self.storage.list() if _is_store_name(n) and self._live(n)]
+        """Names of every store, sorted (not those being dropped).
+
+        Raises:
+            InvalidOptionError: the root's bucket does not exist (BUCKET_NOT_FOUND).
+        """
+        names = self.storage.list()
+        if not names:
+            self.storage.check_root()  # an empty listing of a missing bucket: say so
+        return [n for n in names if _is_store_name(n) and self._live(n)]
 
     def _live(self, name: str) -> bool:
         if not self.storage.exists(name, COMMITS_DIR, record_name(1)):

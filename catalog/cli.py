@@ -501,14 +501,21 @@ def _show(result: Any) -> str:
     return "\n".join(lines)
 
 
+#: Errors of where the warehouse is, not of what a command asks: exit status 2.
+_SETUP_ERRORS = frozenset(
+    {"BUCKET_NOT_FOUND", "STORAGE_UNREACHABLE", "STORAGE_CREDENTIALS", "MISSING_EXTRA"}
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code: 0, 1 for an error of the command, 2 for
+    one of where the warehouse is (a missing bucket, an endpoint or credentials)."""
     args = _parser().parse_args(argv)
     try:
         result = _run(args)
     except StateStoreError as exc:
         print(f"state-store: {exc}", file=sys.stderr)
-        return 1
+        return 2 if getattr(exc, "code", None) in _SETUP_ERRORS else 1
     print(json.dumps(result, indent=1) if args.json else _show(result))
     return 0
 

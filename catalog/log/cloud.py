@@ -110,6 +110,17 @@ class ObjectStoreStorage(Storage):
             )
         return f"the {self.backend} service"
 
+    def check_root(self) -> None:
+        bucket = self.root.split("://", 1)[1].split("/", 1)[0]
+        with self._translated():
+            found = self.fs.exists(bucket)
+        if not found:
+            raise self._error(
+                "BUCKET_NOT_FOUND",
+                f"its bucket (container) {bucket!r} does not exist; create it, or give a root "
+                "in an existing one",
+            )
+
     # -- the commit primitive -------------------------------------------------------------------
 
     def require_atomic_commit(self) -> None:

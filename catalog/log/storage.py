@@ -121,6 +121,14 @@ class Storage(ABC):
         protocol = self.fs.protocol
         return str(protocol if isinstance(protocol, str) else protocol[0])
 
+    def check_root(self) -> None:
+        """Refuse a root whose bucket (container) does not exist, where the backend has
+        buckets: an empty listing of it would say "no stores" instead (object stores only).
+
+        Raises:
+            InvalidOptionError: BUCKET_NOT_FOUND (or the cloud's configuration errors).
+        """
+
     def require_atomic_commit(self) -> None:
         """Refuse to write where concurrent commits could be lost, unless the user opted into
         single-writer mode.

@@ -357,3 +357,20 @@ def test_an_azure_409_other_than_blob_already_exists_is_no_taken_name(
         storage._put_if_absent(storage.path("x"), b"x")
     monkeypatch.setattr(storage.fs, "pipe_file", lambda *a, **k: conflict("BlobAlreadyExists"))
     assert storage._put_if_absent(storage.path("x"), b"x") is False
+
+
+def test_listing_a_missing_bucket_says_so_and_exits_2(
+    cloud: Cloud, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: ``state-store list`` on a missing bucket printed nothing and exited 0 on all
+    three clouds (an empty listing). An empty bucket still lists no stores."""
+    from catalog.cli import main as cli
+
+    missing = cloud.root.replace(cloud.bucket, "no-such-bucket")
+    with pytest.raises(InvalidOptionError, match=r"^\[BUCKET_NOT_FOUND\] .*'no-such-bucket'"):
+        Catalog(missing, cache_dir=str(tmp_path / "cache")).list()
+    assert cli(["--root", missing, "list"]) == 2
+    err = capsys.readouterr().err
+    assert "[BUCKET_NOT_FOUND]" in err and err.count("\n") == 1
+    assert Catalog(cloud.root, cache_dir=str(tmp_path / "cache")).list() == []
+    assert cli(["--root", cloud.root, "list"]) == 0
