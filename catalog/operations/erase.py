@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 
 from catalog import faults
 from catalog.caches.partitions import default_cache_root, purge_erased
+from catalog.commit import delete_staged
 from catalog.log.changelog import FILE_BATCH_ROWS, IPC_OPTIONS
 from catalog.log.paths import is_snapshot, snapshot_path, task_changelog_path
 from catalog.log.records import ChangelogFile, Replacement
@@ -160,13 +161,12 @@ def erasures_of(table: Table, key: Any, audit_key: str | bytes | None = None) ->
 
 @dataclass
 class _Rewrite:
-    """The erasure's files so far: what it staged and what each replaces."""
+    """The erasure's files so far: what each staged piece replaces."""
 
     write_id: str
     keys: Any = None  # the keys as given: serialized per spec (``for_spec``)
     views: dict[int, tuple[Table, pa.Array | None]] = field(default_factory=dict)
     replaced: list[Replacement] = field(default_factory=list)
-    staged: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     commits: set[int] = field(default_factory=set)
     found: set[bytes] = field(default_factory=set)
@@ -282,9 +282,7 @@ def erase(
 
 
 def _delete_staged(table: Table, work: _Rewrite) -> None:
-    for rel in work.staged:
-        table.log.storage.delete(table.log.store_dir, *rel.split("/"))
-    work.staged.clear()
+    delete_staged(table.log.storage, table.log.store_dir, [r.file for r in work.replaced])
 
 
 def _rewrite(
@@ -356,7 +354,6 @@ def _rewrite(
             blobs.append(piece)
             offset += len(piece)
         storage.write_bytes(b"".join(blobs), store, *rel.split("/"))
-        work.staged.append(rel)
         work.bytes += offset
         faults.point("erase.staged")
 
