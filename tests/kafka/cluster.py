@@ -178,8 +178,10 @@ class Broker:
         base = [java, f"-Xmx{heap}", "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
         t0 = time.monotonic()
+        # Kafka's ids are URL-safe base64 and one in 64 starts with "-"; given as a separate
+        # argument, such an id is read by the tool's argument parser as an unknown option.
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        fmt = subprocess.run([*base, "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id,
+        fmt = subprocess.run([*base, "kafka.tools.StorageTool", "format", "--standalone", f"--cluster-id={cluster_id}",
                               "-c", str(config)], capture_output=True, text=True, check=False)
         if fmt.returncode != 0:
             raise KafkaUnavailableError(
