@@ -51,6 +51,8 @@ def runs(quick: bool) -> list[tuple[str, list[str]]]:
     out.append(("as-of join through Spark vs Spark SQL joins", ["asof_join.py"]))
     out.append(("Kafka changelog import and export without Spark, every kind",
                 ["changelog_columns.py", "--rows", str(rows)]))  # fmt: skip
+    out.append(("Python append from Arrow vs delta-rs write_deltalake (parquet the floor)",
+                ["python_write.py", "--rows", str(rows)]))  # fmt: skip
     out.append(("Kafka Streams: changelog and state dir routes, an application's start",
                 ["kafka_interop.py", "--rows", str(rows), "--kafka"]))  # fmt: skip
     return out

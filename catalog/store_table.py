@@ -5,6 +5,7 @@ followed by the compaction its catalog asks for, with the store's Kafka Streams 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -22,6 +23,7 @@ from catalog.log.spec import StoreSpec
 from catalog.operations import compaction
 from catalog.operations.erase import ErasureReport, erase, erasures_of
 from catalog.operations.erase import serialized_keys as _serialized
+from catalog.operations.python_write import delete_keys, write_rows
 from catalog.table import Table, Warehouse
 from stores.errors import InvalidOptionError
 
@@ -69,6 +71,65 @@ class StoreTable(Table):
         if record is not None and self.catalog.compact_after_files:
             compaction.maybe_compact(self, self.catalog.compact_after_files)
         return record
+
+    # -- writes from Python (``catalog.operations.python_write``) --------------------------------
+
+    def append(
+        self, data: Any, *, txn_app_id: str | None = None, txn_version: int | None = None
+    ) -> CommitRecord | None:
+        """Add ``data``'s rows in one commit, as a Spark append of them would: a
+        ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader``, a pandas or polars
+        DataFrame, or anything with ``__arrow_c_stream__``, with columns ``key``, ``value`` and
+        the kind's (a null value deletes). With ``txn_app_id`` and ``txn_version`` the write
+        is skipped if that version (or a newer one) of that writer committed already.
+
+        Returns:
+            The commit record; None if the transaction id was committed already.
+
+        Raises:
+            InvalidOptionError, SerdeError: data the store refuses (a missing, extra or
+                mistyped column, a null key, a bad time: the codes of a Spark write);
+                nothing is written.
+            CommitConflictError: as ``Table.commit`` (ERASED_MEANWHILE, SCHEMA_CHANGED, ...);
+                nothing is written. A failed write deletes the files it staged.
+        """
+        return write_rows(self, data, txn_app_id=txn_app_id, txn_version=txn_version)
+
+    def overwrite(
+        self, data: Any, *, txn_app_id: str | None = None, txn_version: int | None = None
+    ) -> CommitRecord | None:
+        """Replace the store's contents with ``data``'s rows in one commit (``append``'s
+        data, returns and raises); earlier commits stay readable (``versionAsOf``)."""
+        return write_rows(
+            self, data, overwrite=True, txn_app_id=txn_app_id, txn_version=txn_version
+        )
+
+    def delete(
+        self,
+        keys: Any,
+        *,
+        timestamp: int | dt.datetime | str | None = None,
+        txn_app_id: str | None = None,
+        txn_version: int | None = None,
+    ) -> CommitRecord | None:
+        """Delete ``keys`` (a list, an Arrow array, a pandas or polars Series) in one commit
+        of the tombstones a Spark write of null values would write: one per key, at
+        ``timestamp`` (epoch ms, an aware datetime or ISO-8601; default now) for timestamped
+        and versioned stores (``VersionedKeyValueStore.delete(key, timestamp)``: earlier
+        versions stay readable as of earlier instants); for window and session stores one
+        per live window or session of the key. Unlike ``erase``, history keeps the keys.
+
+        Returns:
+            The commit record; None if the transaction id was committed already, or no
+            window or session of the keys is live.
+
+        Raises:
+            InvalidOptionError: keys not of the store's key type, or null (INVALID_KEYS), a
+                bad ``timestamp``; CommitConflictError as ``append``.
+        """
+        return delete_keys(
+            self, keys, timestamp=timestamp, txn_app_id=txn_app_id, txn_version=txn_version
+        )
 
     def erase(
         self,

@@ -330,6 +330,19 @@ class Table:
             InvalidOptionError: ``versions`` not 'latest' or 'all', or read options the store's
                 kind does not have.
         """
+        return self.to_reader(as_of, scan, versions=versions).read_all()
+
+    def to_reader(
+        self,
+        as_of: int | dt.datetime | str | None = None,
+        scan: Scan | None = None,
+        *,
+        versions: str = "latest",
+    ) -> pa.RecordBatchReader:
+        """``to_arrow``'s rows as a stream of record batches, read a partition at a time as
+        they are consumed (``pl.from_arrow``, DuckDB's ``FROM reader``, ``pa.dataset``): the
+        store at the latest commit when this is called. Arguments and raises: ``to_arrow``'s.
+        """
         if versions not in ("latest", "all"):
             raise InvalidOptionError(f"versions is {versions!r}; accepted: 'latest' or 'all'")
         scan = scan or Scan(
@@ -338,9 +351,9 @@ class Table:
         )
         self.check_scan(scan)
         snapshot = self.log.latest_id()
-        batches = [
+        batches = (
             batch
             for partition in range(self.spec.num_partitions)
             for batch in self.read_partition(partition, snapshot, scan)
-        ]
-        return pa.Table.from_batches(batches, schema=self.arrow_schema())
+        )
+        return pa.RecordBatchReader.from_batches(self.arrow_schema(), batches)

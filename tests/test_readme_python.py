@@ -100,8 +100,14 @@ def test_every_python_block_of_the_readme_runs(
 
     catalog = Catalog(root)
     assert sorted(catalog.list()) == [
-        "addresses", "clicks", "counts", "counts_copy", "counts_mirror", "counts_v2", "page_counts", "rates",
-        "s",
+        "addresses", "clicks", "counts", "counts_copy", "counts_mirror", "counts_v2", "page_counts",
+        "prices", "rates", "s",
+    ]  # fmt: skip
+    # Writes without Spark: two appends, the delete's tombstone, the overwrite's one row.
+    prices = catalog.load("prices")
+    assert [(r["key"], r["value"]) for r in prices.to_arrow().to_pylist()] == [("AAPL", 191.0)]
+    assert [prices.log.read(c).operation for c in prices.log.ids()] == [
+        "create", "append", "append", "append", "overwrite"
     ]  # fmt: skip
     assert sorted(r["key"] for r in catalog.load("counts_copy").to_arrow().to_pylist()) == [
         "alice", "bob", "carol"

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from typing import IO
 
 import pyarrow as pa
 
@@ -62,23 +63,50 @@ def write_changelog(
     the order the files must be applied (see ``StoreTable.stage``).
     """
     rel = task_changelog_path(name)
-    blobs, refs, offset = [], [], 0
-    for partition, table in pieces:
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_file(sink, table.schema, options=IPC_OPTIONS) as writer:
-            writer.write_table(table, max_chunksize=FILE_BATCH_ROWS)
-        blob = sink.getvalue()
-        blobs.append(blob)
-        refs.append(
-            ChangelogFile(
-                partition=partition, path=rel, rows=table.num_rows, size=blob.size,
-                crc32=zlib.crc32(blob), offset=offset,
-            )
-        )  # fmt: skip
-        offset += blob.size
-    storage.write_bytes(b"".join(blobs), store_dir, rel)
+    refs = []
+    with storage.writing(store_dir, rel) as out:
+        offset = 0
+        for partition, table in pieces:
+            piece = _Piece(out)  # streamed into the file, counted and checksummed
+            with pa.ipc.new_file(pa.PythonFile(piece, mode="w"), table.schema,
+                                 options=IPC_OPTIONS) as writer:  # fmt: skip
+                writer.write_table(table, max_chunksize=FILE_BATCH_ROWS)
+            refs.append(
+                ChangelogFile(
+                    partition=partition, path=rel, rows=table.num_rows, size=piece.size,
+                    crc32=piece.crc32, offset=offset,
+                )
+            )  # fmt: skip
+            offset += piece.size
     faults.point("stage.file_written")
     return refs
+
+
+class _Piece:
+    """The write end of one piece of a changelog file: passes Arrow's writes on to the file,
+    counting their bytes and their CRC-32 (no copy of the piece is kept)."""
+
+    closed = False
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.size = 0
+        self.crc32 = 0
+
+    def write(self, data: bytes | pa.Buffer) -> int:
+        self.crc32 = zlib.crc32(data, self.crc32)
+        self.size += len(data)
+        self.out.write(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        """Arrow flushes the stream as a piece ends; the file is flushed as it closes."""
+
+    def close(self) -> None:
+        """The file stays open for the next piece."""
 
 
 def _verified(storage: Storage, store_dir: str, ref: ChangelogFile) -> pa.ipc.RecordBatchFileReader:

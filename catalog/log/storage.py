@@ -25,11 +25,13 @@ commits under concurrency.
 
 from __future__ import annotations
 
+import io
 import os
 import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from contextlib import contextmanager
+from typing import IO, Any, ClassVar
 
 import fsspec
 
@@ -184,6 +186,15 @@ class Storage(ABC):
         target = self.path(*parts)
         self.makedirs(posixpath.dirname(target))
         self.fs.pipe_file(target, data)
+
+    @contextmanager
+    def writing(self, *parts: str) -> Iterator[IO[bytes]]:
+        """A file written as a stream: once the block ends without an error, what was written
+        is the whole file (replacing any old one); if it fails, no file is written. Here the
+        bytes are gathered and written at the end; a local disk writes them as they come."""
+        buffer = io.BytesIO()
+        yield buffer
+        self.write_bytes(buffer.getvalue(), *parts)
 
     def write_if_absent(self, data: bytes, *parts: str) -> bool:
         """Create a file with ``data`` unless the name exists; return whether it was created.

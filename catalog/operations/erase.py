@@ -47,6 +47,7 @@ from catalog.commit import delete_staged
 from catalog.log.changelog import FILE_BATCH_ROWS, IPC_OPTIONS
 from catalog.log.paths import is_snapshot, snapshot_path, task_changelog_path
 from catalog.log.records import ChangelogFile, Replacement
+from catalog.operations.arrow_input import typed_keys
 from stores.columns.encode import exact, whole
 from stores.errors import CommitConflictError, CorruptDataError, InvalidOptionError
 from stores.serdes import serde_for
@@ -113,29 +114,7 @@ def serialized_keys(table: Table, keys: Any) -> pa.Array:
     Raises:
         InvalidOptionError: no keys, a null key, or keys not of the store's key type.
     """
-    key_type = table.arrow_schema().field("key").type
-    try:
-        if hasattr(keys, "to_arrow"):  # polars
-            keys = keys.to_arrow()
-        if isinstance(keys, pa.ChunkedArray):
-            keys = keys.combine_chunks()
-        if not isinstance(keys, pa.Array):
-            keys = pa.Array.from_pandas(keys) if hasattr(keys, "to_numpy") else pa.array(list(keys))
-        if keys.type != key_type:
-            keys = keys.cast(key_type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as exc:
-        raise InvalidOptionError(
-            f"the keys to erase are not of store {table.spec.name!r}'s key type ({key_type}): "
-            f"{exc}",
-            code="INVALID_KEYS",
-        ) from exc
-    if len(keys) == 0:
-        raise InvalidOptionError("no keys to erase were given", code="INVALID_KEYS")
-    if keys.null_count:
-        raise InvalidOptionError(
-            f"{keys.null_count} of the keys to erase are null; a store holds no null key",
-            code="INVALID_KEYS",
-        )
+    keys = typed_keys(table, keys, "to erase")
     encoded = serde_for(table.spec.key_type, column="key").encode(keys)
     return pc.unique(encoded.cast(pa.binary()))
 

@@ -96,9 +96,9 @@ def test_a_task_stages_its_batches_as_they_come_into_one_file(warehouse: str) ->
 def test_a_bad_batch_after_a_flush_leaves_no_file(
     warehouse: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import datasource.writer as writer_module
+    import catalog.operations.write as write_module
 
-    monkeypatch.setattr(writer_module, "FLUSH_BYTES", 1)  # a file after every batch
+    monkeypatch.setattr(write_module, "FLUSH_BYTES", 1)  # a file after every batch
     writer = StateStoreWriter.plan(options(warehouse, **VERSIONED), SCHEMA, overwrite=False)
     good = [batch([f"k{i}"], [1.0], [i]) for i in range(3)]
     with pytest.raises(InvalidOptionError, match=r"\[NULL_KEY\]"):

@@ -17,10 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.catalog import StoreTable
 from catalog.kinds import Layout
 from catalog.log.changelog import read_changelog
 from catalog.log.records import ChangelogFile
+from catalog.table import Table
 from stores.errors import InvalidOptionError
 from stores.serdes import serde_for
 from stores.types import TypeJson
@@ -104,7 +104,7 @@ def _check_overlaps(key_type: TypeJson, keys: pa.Array, starts: pa.Array, ends: 
 
 
 def check_across_tasks(
-    names: IntervalColumns, table: StoreTable, files: list[ChangelogFile]
+    names: IntervalColumns, table: Table, files: list[ChangelogFile]
 ) -> None:
     """A history-shaped write's intervals of one key may sit in several tasks, which checked
     only their own: read the staged records back and refuse overlaps before the commit.
