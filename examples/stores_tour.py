@@ -61,13 +61,11 @@ def main() -> None:
         "tour_counts", "window", "string", "long", 2,
         retention_ms=60 * MINUTE, window_size_ms=5 * MINUTE,
     )  # fmt: skip
-    table.commit(
-        table.stage(
-            pa.array(["home", "home", "docs"]),
-            pa.array([3, 5, 1]),
-            {"window_start": pa.array([0, 5 * MINUTE, 5 * MINUTE])},
-        )
-    )
+    # A write without Spark: Arrow, pandas or polars rows, one commit (append, overwrite, delete).
+    table.append(
+        pa.table({"key": ["home", "home", "docs"], "value": [3, 5, 1],
+                  "window_start": pa.array([0, 5 * MINUTE, 5 * MINUTE], pa.int64())})
+    )  # fmt: skip
     result = catalog.query(
         StateQueryRequest.in_store("tour_counts").with_query(
             WindowKeyQuery.with_key_and_window_start_range("home", 0, 10 * MINUTE)

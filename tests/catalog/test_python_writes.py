@@ -273,3 +273,36 @@ def test_reads_hand_on_a_reader_polars_and_duckdb_take(tmp_path: Path) -> None:
                                                                                    ("b", 2)]
     with pytest.raises(InvalidOptionError, match="versions is 'some'"):
         table.to_reader(versions="some")
+
+
+def test_a_history_shaped_write_reads_back_as_given_and_overlaps_are_refused_across_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SCD2 frame (the store's own read schema) into a versioned store: each interval's
+    start a put, a closed one's end a tombstone; overlapping intervals of a key in two runs
+    (staged by different threads) are refused before the commit (INVALID_INTERVAL)."""
+    table = new_store(tmp_path, "w", "versioned")
+    utc = dt.timezone.utc
+    frame = pd.DataFrame({
+        "key": ["a", "a", "b"], "value": [1, 2, 3],
+        "valid_from": pd.to_datetime([1000, 2000, 1500], unit="ms", utc=True),
+        "valid_to": pd.to_datetime([2000, None, 3000], unit="ms", utc=True),
+    })  # fmt: skip
+    table.append(frame)
+    got = sorted((r["key"], r["value"], r["valid_from"], r["valid_to"])
+                 for r in table.to_arrow(versions="all").to_pylist())  # fmt: skip
+
+    def at(ms: int) -> dt.datetime:
+        return dt.datetime.fromtimestamp(ms / 1000, utc)
+
+    assert got == [("a", 1, at(1000), at(2000)), ("a", 2, at(2000), None),
+                   ("b", 3, at(1500), at(3000))]  # fmt: skip
+    monkeypatch.setattr(python_write, "RUN_BYTES", 64)  # a run per row or two
+    overlapping = pa.table({
+        "key": ["c"] * 40 + ["c"], "value": list(range(41)),
+        "valid_from": pa.array([i * 10 for i in range(40)] + [5], pa.int64()),
+        "valid_to": pa.array([i * 10 + 10 for i in range(40)] + [8], pa.int64()),
+    })  # fmt: skip
+    with pytest.raises(InvalidOptionError, match=r"\[INVALID_INTERVAL\] key 'c'"):
+        table.append(overlapping)
+    assert table.log.latest_id() == 2
