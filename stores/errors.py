@@ -70,3 +70,36 @@ class UnsupportedQueryError(StateStoreError, NotImplementedError):
     """A store refuses a query outright (Kafka's UnsupportedOperationException)."""
 
     code = "UNSUPPORTED_QUERY"
+
+
+class StorageUnavailableError(StateStoreError):
+    """The storage under a warehouse failed a request after its library's retries (a 5xx, a
+    throttle, a connection lost mid-request): ``operation`` is what failed (read, list,
+    write, delete, create, commit), ``committed`` whether the commit it belonged to was
+    published (False: checked, it was not; None: no commit, or it could not be checked)."""
+
+    code = "STORAGE_UNAVAILABLE"
+
+    def __init__(
+        self, where: str, operation: str, why: str, outcome: str, advice: str,
+        committed: bool | None = None,
+    ) -> None:  # fmt: skip
+        self.where, self.operation, self.why = where, operation, why
+        self.outcome, self.advice, self.committed = outcome, advice, committed
+        super().__init__(f"{where} failed a {operation} ({why}); {outcome}; {advice}")
+
+    def of_commit(self, commit_id: int, write_id: str, published: bool | None) -> StorageUnavailableError:
+        """This failure as the commit's it was part of: ``published`` False if the log was
+        read and does not hold the commit, None if that read failed too."""
+        if published is False:
+            outcome = f"commit {commit_id} was not published (checked: the log does not hold it)"
+        else:
+            outcome = (
+                f"whether commit {commit_id} (write {write_id}) was published could not be "
+                "checked, the storage failing that read too: when it answers, the store's "
+                f"history shows it if it was"
+            )
+        error = StorageUnavailableError(self.where, "commit", self.why, outcome, self.advice,
+                                        committed=published)  # fmt: skip
+        error.__cause__ = self.__cause__
+        return error

@@ -37,8 +37,9 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+from catalog.log import retries
 from catalog.log.storage import CLOUD_BACKENDS, Storage
-from stores.errors import InvalidOptionError, StateStoreError
+from stores.errors import InvalidOptionError, StateStoreError, StorageUnavailableError
 
 #: What to set so each backend's library finds credentials and its endpoint (the clouds' own
 #: variables, read by their own libraries: nothing here reads or logs a secret).
@@ -73,6 +74,15 @@ _UNREACHABLE_ERRORS = frozenset({
     "EndpointConnectionError", "ConnectTimeoutError", "ClientConnectorError",
     "ServiceRequestError", "ConnectionRefusedError", "ServerTimeoutError",
 })  # fmt: skip
+# Failures mid-request that the library's retries did not get past: a connection lost or
+# reset, an answer cut short or never finished.
+_LOST_ERRORS = frozenset({
+    "ClientOSError", "ServerDisconnectedError", "ClientPayloadError", "ConnectionResetError",
+    "ConnectionClosedError", "ReadTimeoutError", "ServiceResponseError", "IncompleteRead",
+    "FSTimeoutError", "TimeoutError", "BrokenPipeError", "IncompleteReadError",
+})  # fmt: skip
+#: HTTP answers that say the service cannot serve now (throttling, 5xx).
+_UNAVAILABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _CREDENTIAL_WORDS = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthenticationFailed",
                      "Must provide either a connection_string")  # fmt: skip
 
@@ -112,7 +122,7 @@ class ObjectStoreStorage(Storage):
 
     def check_root(self) -> None:
         bucket = self.root.split("://", 1)[1].split("/", 1)[0]
-        with self._translated():
+        with self._translated("list"):
             found = self.fs.exists(bucket)
         if not found:
             raise self._error(
@@ -175,7 +185,7 @@ class ObjectStoreStorage(Storage):
         """The cloud's conditional create; False if the name exists (412, or Azure's 409)."""
         for attempt in range(_CONFLICT_RETRIES):
             try:
-                with self._translated():
+                with self._translated("create"):
                     self.fs.pipe_file(target, data, mode="create")
                 return True
             except FileExistsError as exc:
@@ -203,60 +213,60 @@ class ObjectStoreStorage(Storage):
             InvalidOptionError: code STORAGE_CREDENTIALS.
         """
         if self._fs is None:
-            with self._translated():
+            with self._translated("connect"):
                 return super().fs
         return self._fs
 
     def exists(self, *parts: str) -> bool:
         """See ``Storage.exists``."""
-        with self._translated():
+        with self._translated("read"):
             return super().exists(*parts)
 
     def read_bytes(self, *parts: str) -> bytes:
         """See ``Storage.read_bytes``."""
-        with self._translated():
+        with self._translated("read"):
             return super().read_bytes(*parts)
 
     def read_range(self, offset: int, size: int, *parts: str) -> bytes:
         """See ``Storage.read_range``."""
-        with self._translated():
+        with self._translated("read"):
             return super().read_range(offset, size, *parts)
 
     def write_bytes(self, data: bytes, *parts: str) -> None:
         """See ``Storage.write_bytes``."""
-        with self._translated():
+        with self._translated("write"):
             super().write_bytes(data, *parts)
 
     def list(self, *parts: str) -> list[str]:
         """See ``Storage.list``."""
-        with self._translated():
+        with self._translated("list"):
             return super().list(*parts)
 
     def list_with_times(self, *parts: str) -> Iterator[tuple[str, float, int]]:
         """See ``Storage.list_with_times``."""
-        with self._translated():
+        with self._translated("list"):
             yield from list(super().list_with_times(*parts))
 
     def delete(self, *parts: str, recursive: bool = False) -> None:
         """See ``Storage.delete``."""
-        with self._translated():
+        with self._translated("delete"):
             super().delete(*parts, recursive=recursive)
 
     def open_input(self, *parts: str) -> Any:
         """See ``Storage.open_input``."""
-        with self._translated():
+        with self._translated("read"):
             return super().open_input(*parts)
 
     def open_output(self, *parts: str) -> Any:
         """See ``Storage.open_output``."""
-        with self._translated():
+        with self._translated("write"):
             return super().open_output(*parts)
 
     def makedirs(self, target: str) -> None:
         """Object stores have no directories: nothing to create (and no request to pay)."""
 
     @contextlib.contextmanager
-    def _translated(self) -> Iterator[None]:
+    def _translated(self, operation: str) -> Iterator[None]:
         try:
             yield
         except (FileNotFoundError, FileExistsError, StateStoreError):
@@ -264,12 +274,14 @@ class ObjectStoreStorage(Storage):
         except Exception as exc:
             if type(exc).__name__ == "ResourceNotFoundError":  # adlfs lets Azure's 404 through
                 raise FileNotFoundError(str(exc).splitlines()[0]) from exc
-            error = self._classified(exc)
+            error = self._classified(exc, operation)
             if error is None:
                 raise
             raise error from exc
 
-    def _classified(self, exc: BaseException) -> InvalidOptionError | None:
+    def _classified(
+        self, exc: BaseException, operation: str
+    ) -> InvalidOptionError | StorageUnavailableError | None:
         names = {cls.__name__ for cls in type(exc).__mro__}
         text = str(exc)
         # gcsfs's HttpError has .code, Azure's HttpResponseError .status_code (s3fs raises
@@ -293,7 +305,32 @@ class ObjectStoreStorage(Storage):
                 f"its endpoint does not answer ({type(exc).__name__}); check the endpoint, or "
                 f"{CREDENTIALS_HINT[self.backend]}",
             )
+        if _http_status(exc) in _UNAVAILABLE_STATUS or names & _LOST_ERRORS:
+            return self.unavailable(operation, exc)
         return None
+
+    def unavailable(
+        self, operation: str, exc: BaseException, outcome: str | None = None,
+        committed: bool | None = None,
+    ) -> StorageUnavailableError:  # fmt: skip
+        """The one line of a request that failed after the library's retries: the root, the
+        backend and endpoint, what failed, the first line of why, what it means for the data
+        (``outcome``: by default, nothing was committed by it) and what to do."""
+        endpoint = f" at {self.endpoint}" if self._fs is not None else ""
+        status = _http_status(exc)
+        why = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+        why = f"{type(exc).__name__}{f' {status}' if status else ''}{f': {why}' if why else ''}"
+        tries = retries.attempts()
+        outcome = outcome or (
+            "nothing was written" if operation in ("read", "list") else "nothing was committed"
+        )
+        return StorageUnavailableError(
+            f"the {self.backend} storage of {self.root}{endpoint}", operation,
+            f"after {tries} attempt{'s' if tries > 1 else ''}: {why}", outcome,
+            "retry when the storage answers (STATE_STORE_STORAGE_ATTEMPTS sets the attempts, "
+            "STATE_STORE_DEBUG=1 shows the library's own log)",
+            committed,
+        )  # fmt: skip
 
     def _error(self, code: str, what: str) -> InvalidOptionError:
         endpoint = self._fs is not None and self.endpoint
@@ -302,3 +339,24 @@ class ObjectStoreStorage(Storage):
             f"option 'root' {self.root} is on the {self.backend} backend{where}, but {what}",
             code=code,
         )
+
+
+def _http_status(exc: BaseException) -> int | None:
+    """The HTTP status of a cloud library's error, or of the error it was raised from:
+    gcsfs's ``code``, Azure's ``status_code``, aiohttp's ``status``, botocore's response
+    (s3fs raises an ``OSError`` from it)."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return None
+        for name in ("status_code", "code", "status"):
+            value = getattr(seen, name, None)
+            if isinstance(value, int) and 100 <= value < 600:
+                return value
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            value = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if isinstance(value, int):
+                return value
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -45,6 +45,7 @@ from stores.errors import (
     CommitConflictError,
     CorruptDataError,
     InvalidOptionError,
+    StorageUnavailableError,
     StoreAlreadyExistsError,
     StoreNotFoundError,
 )
@@ -491,12 +492,18 @@ class CommitLog:
                 created = self.storage.write_if_absent(
                     data, self.store_dir, COMMITS_DIR, record_name(record.id)
                 )
-            except Exception:
+            except Exception as exc:
                 # The record may have landed although the call failed (after the link, on the
                 # directory fsync, an uncertain object-store put): the log decides.
-                if self._holds(record.id, data):
-                    created = True
-                else:
+                try:
+                    created = self._holds(record.id, data)
+                except StorageUnavailableError:
+                    if isinstance(exc, StorageUnavailableError):
+                        raise exc.of_commit(record.id, write_id, None) from None
+                    raise
+                if not created:
+                    if isinstance(exc, StorageUnavailableError):
+                        raise exc.of_commit(record.id, write_id, False) from None
                     raise
             if created:
                 published = CommitRecord.from_json(

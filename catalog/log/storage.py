@@ -35,6 +35,7 @@ from typing import IO, Any, ClassVar
 
 import fsspec
 
+from catalog.log import retries
 from stores.errors import InvalidOptionError
 
 #: The backend of each cloud URL scheme (``catalog.log.cloud.ObjectStoreStorage`` serves them).
@@ -295,7 +296,10 @@ def _cloud_fs(root: str, options: dict[str, Any]) -> tuple[Any, str]:
     key = (os.getpid(), protocol, repr(sorted(from_url.items())), tuple(environment))
     fs = _CLOUD_CLIENTS.get(key)
     if fs is None:
-        fs, base = fsspec.core.url_to_fs(root, skip_instance_cache=True, **options)
-        _CLOUD_CLIENTS[key] = fs
+        backend = CLOUD_BACKENDS[protocol]
+        fs, base = fsspec.core.url_to_fs(
+            root, skip_instance_cache=True, **options, **retries.client_options(backend)
+        )
+        fs = _CLOUD_CLIENTS[key] = retries.bound(fs, backend)
         return fs, base
     return fs, fs._strip_protocol(root)

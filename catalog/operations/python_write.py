@@ -35,6 +35,7 @@ from catalog.operations.arrow_input import arrow_rows, typed_keys
 from catalog.operations.write import (
     WriteColumns,
     check_columns,
+    cleanup,
     commit_write,
     epoch_millis,
     stage_batches,
@@ -126,7 +127,7 @@ def _stage_runs(
         for future in pending:  # each failed run deleted its own files; the others' go here
             if not future.cancel() and future.exception() is None:
                 staged += future.result()
-        table.abort(staged)
+        cleanup(lambda: table.abort(staged))
         raise
     return staged
 

@@ -16,7 +16,8 @@ if that fails, deletes every file of the write that no published record lists.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,8 +32,10 @@ from catalog.staging import Stager
 from catalog.table import Table
 from stores.columns.encode import binary_from, whole
 from stores.columns.headers import headers_from_arrow
-from stores.errors import CommitConflictError, InvalidOptionError
+from stores.errors import CommitConflictError, InvalidOptionError, StorageUnavailableError
 from stores.types import TypeJson, describe, same_type
+
+_LOG = logging.getLogger(__name__)
 
 #: Bytes of rows a writer holds (staged, or a history-shaped write's rows) before it writes
 #: them as one changelog file.
@@ -217,6 +220,16 @@ def _stage_intervals(
     stager.add(keys, values, {names.time: stamps})
 
 
+def cleanup(action: Callable[[], None]) -> None:
+    """Run a failed write's clean-up (delete what it staged). If the storage fails that too
+    (an outage), the write's own error is the one its caller raises, not this one: the files
+    left behind are listed by no commit, and ``vacuum`` deletes them."""
+    try:
+        action()
+    except StorageUnavailableError as exc:
+        _LOG.info("a failed write's staged files are left for vacuum: %s", exc)
+
+
 def stage_batches(
     table: Table,
     columns: WriteColumns,
@@ -261,7 +274,7 @@ def stage_batches(
                 f"the write to store {table.spec.name!r} was aborted while it staged its rows"
             )
     except BaseException:
-        table.abort(staged)  # a failed writer leaves nothing behind
+        cleanup(lambda: table.abort(staged))  # a failed writer leaves nothing behind
         raise
     return staged
 
@@ -302,11 +315,11 @@ def commit_write(
         )  # fmt: skip
     except BaseException:
         # The record may have been published before the error: abort asks the log.
-        table.abort_write(write_id, files, base_id)
+        cleanup(lambda: table.abort_write(write_id, files, base_id))
         raise
 
 
 __all__ = [
-    "FLUSH_BYTES", "HEADERS_ARROW", "HEADERS_TYPE", "WriteColumns", "check_columns",
+    "FLUSH_BYTES", "HEADERS_ARROW", "HEADERS_TYPE", "WriteColumns", "check_columns", "cleanup",
     "commit_write", "epoch_millis", "require_key_value", "stage_batches",
 ]  # fmt: skip

@@ -72,12 +72,58 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], name: str, log: Pat
             threading.Event().wait(0.05)  # polling a port another process opens
 
 
+#: Each backend's error answer to a request a ``Faults`` fails: (content type, body).
+FAULT_BODIES = {
+    "s3": ("application/xml", (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>'
+                               b"ServiceUnavailable</Code><Message>injected</Message></Error>")),
+    "gcs": ("application/json", b'{"error": {"code": 503, "message": "injected"}}'),
+    "azure": ("application/xml", (b'<?xml version="1.0" encoding="utf-8"?><Error><Code>'
+                                  b"ServerBusy</Code><Message>injected</Message></Error>")),
+}  # fmt: skip
+
+
+class Faults:
+    """Requests a server answers with an error instead of serving them: ``fail(503)`` every
+    request until ``clear()``, ``fail(503, count=1)`` the next one only, ``methods=("PUT",)``
+    requests of those methods only. ``injected`` counts the requests answered so."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.injected = 0
+        self._lock = threading.Lock()
+        self._status: int | None = None
+        self._left: int | None = None
+        self._methods: tuple[str, ...] | None = None
+
+    def fail(self, status: int = 503, *, count: int | None = None,
+             methods: tuple[str, ...] | None = None) -> None:  # fmt: skip
+        with self._lock:
+            self._status, self._left, self._methods = status, count, methods
+            self.injected = 0
+
+    def clear(self) -> None:
+        self.fail(0, count=0)
+
+    def take(self, method: str) -> tuple[int, str, bytes] | None:
+        """The error answer (status, content type, body) for a request, if it is to fail."""
+        with self._lock:
+            if not self._status or (self._left is not None and self._left <= 0):
+                return None
+            if self._methods is not None and method not in self._methods:
+                return None
+            if self._left is not None:
+                self._left -= 1
+            self.injected += 1
+            return (self._status, *FAULT_BODIES[self.backend])
+
+
 class CountingProxy:
     """An HTTP proxy in front of one server: counts requests by method, and with
     ``strip_preconditions`` removes ``If-None-Match`` headers and ``ifGenerationMatch``
     parameters (what an S3/GCS/Azure gateway that ignores conditional creates does)."""
 
-    def __init__(self, upstream_port: int) -> None:
+    def __init__(self, upstream_port: int, backend: str = "gcs") -> None:
+        self.faults = Faults(backend)
         self.counts: Counter[str] = Counter()
         self.requests: list[tuple[str, str]] = []
         self.strip_preconditions = False
@@ -105,6 +151,16 @@ class CountingProxy:
                 with proxy._lock:
                     proxy.counts[self.command] += 1
                     proxy.requests.append((self.command, path))
+                fault = proxy.faults.take(self.command)
+                if fault is not None:
+                    status, content_type, data = fault
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(data)
+                    return
                 conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
                 try:
                     conn.request(self.command, path, body=body or None, headers=headers)
@@ -160,6 +216,7 @@ class S3Server:
         self._app = DomainDispatcherApplication(create_backend_app)
         self._lock = threading.Lock()
         self.strip_preconditions = False
+        self.faults = Faults("s3")
         self.counts: Counter[str] = Counter()
         self.requests: list[tuple[str, str]] = []
         self._server = make_server("127.0.0.1", 0, self._serve, threaded=True)
@@ -176,6 +233,13 @@ class S3Server:
             self.requests.append(
                 (environ["REQUEST_METHOD"], f"{environ['PATH_INFO']}?{environ.get('QUERY_STRING', '')}")
             )
+            fault = self.faults.take(environ["REQUEST_METHOD"])
+            if fault is not None:
+                status, content_type, body = fault
+                environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+                start_response(f"{status} Injected", [("Content-Type", content_type),
+                                                      ("Content-Length", str(len(body)))])  # fmt: skip
+                return [] if environ["REQUEST_METHOD"] == "HEAD" else [body]
             return list(self._app(environ, start_response))
 
     def writes(self) -> int:
@@ -226,12 +290,16 @@ class _ProcessServer:
             self.stop()
             raise
         self.upstream = f"http://127.0.0.1:{port}"
-        self.proxy = CountingProxy(port)
+        self.proxy = CountingProxy(port, self.backend)
         self.endpoint = f"http://127.0.0.1:{self.proxy.port}"
 
     @property
     def counts(self) -> Counter[str]:
         return self.proxy.counts
+
+    @property
+    def faults(self) -> Faults:
+        return self.proxy.faults
 
     @property
     def requests(self) -> list[tuple[str, str]]:

@@ -1,0 +1,101 @@
+"""Storage that misbehaves (issue 39), against each emulator answering 503 where told
+(``tests/emulators/servers.Faults``): a transient 5xx is the library's to retry; a sustained
+one is one coded line, ``[STORAGE_UNAVAILABLE]``, naming the root, the backend, what failed
+and, for a commit, whether it was published, checked in the log; the library makes the
+bounded number of attempts set in ``catalog.log.retries``, and prints nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from catalog import Catalog, faults
+from catalog.catalog import StoreTable
+from catalog.log import retries
+from stores.errors import StorageUnavailableError
+from tests.emulators.servers import Cloud
+
+ROWS = pa.table({"key": ["a", "b"], "value": [1, 2]})
+
+
+@pytest.fixture
+def table(cloud: Cloud) -> Iterator[StoreTable]:
+    """A key-value store with one append, on each backend; the faults cleared after."""
+    store = Catalog(cloud.root).create_store("s", "keyvalue", "string", "long", 2)
+    store.append(ROWS)
+    yield store
+    cloud.server.faults.clear()
+
+
+def test_a_transient_5xx_is_retried_by_the_library_and_the_write_lands(
+    cloud: Cloud, table: StoreTable
+) -> None:
+    cloud.server.faults.fail(503, count=1)
+    record = table.append(pa.table({"key": ["c"], "value": [3]}))
+    assert cloud.server.faults.injected == 1
+    assert record is not None and record.id == 3
+    assert sorted(r["key"] for r in table.to_arrow().to_pylist()) == ["a", "b", "c"]
+
+
+def test_a_sustained_outage_is_one_line_after_the_bounded_attempts(
+    cloud: Cloud, table: StoreTable, capfd: pytest.CaptureFixture[str]
+) -> None:
+    capfd.readouterr()
+    cloud.server.faults.fail(503)
+    with pytest.raises(StorageUnavailableError) as info:
+        Catalog(cloud.root).load("s")
+    message = str(info.value)
+    assert message.startswith(
+        f"[STORAGE_UNAVAILABLE] the {cloud.server.backend} storage of {cloud.root} at "
+        f"{cloud.server.endpoint}"
+    ), message
+    assert info.value.operation in ("list", "read") and "nothing was written" in message
+    assert "\n" not in message and "retry when the storage answers" in message
+    assert cloud.server.faults.injected == retries.attempts() == 3  # the library's, no more
+    assert capfd.readouterr().err == ""  # no library log line or traceback
+
+
+def arm_at_commit(monkeypatch: pytest.MonkeyPatch, cloud: Cloud, **fail: Any) -> None:
+    """Fail requests from the moment the commit record is about to be created."""
+    point = faults.point
+
+    def armed(step: str) -> None:
+        if step == "commit.before_record":
+            cloud.server.faults.fail(503, **fail)
+        point(step)
+
+    monkeypatch.setattr(faults, "point", armed)
+
+
+def test_a_commit_whose_create_fails_says_it_was_not_published_having_checked(
+    cloud: Cloud, table: StoreTable, monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """The record's create fails (every write request answered 503), the read of the log that
+    follows is served: the commit is known not to be published. The write's clean-up, failing
+    too, does not hide that."""
+    capfd.readouterr()
+    arm_at_commit(monkeypatch, cloud, methods=("PUT", "POST"))
+    with pytest.raises(StorageUnavailableError) as info:
+        table.append(pa.table({"key": ["c"], "value": [3]}))
+    assert info.value.operation == "commit" and info.value.committed is False
+    assert "commit 3 was not published (checked: the log does not hold it)" in str(info.value)
+    assert capfd.readouterr().err == ""
+    cloud.server.faults.clear()
+    assert Catalog(cloud.root).load("s").log.latest_id() == 2
+
+
+def test_a_commit_that_cannot_be_checked_says_so(
+    cloud: Cloud, table: StoreTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    arm_at_commit(monkeypatch, cloud)
+    with pytest.raises(StorageUnavailableError) as info:
+        table.append(pa.table({"key": ["c"], "value": [3]}))
+    assert info.value.operation == "commit" and info.value.committed is None
+    assert "whether commit 3 (write " in str(info.value)
+    assert "was published could not be checked" in str(info.value)
+    cloud.server.faults.clear()
+    assert Catalog(cloud.root).load("s").log.latest_id() == 2
