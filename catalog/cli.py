@@ -502,14 +502,15 @@ def _show(result: Any) -> str:
 
 
 #: Errors of where the warehouse is, not of what a command asks: exit status 2.
-_SETUP_ERRORS = frozenset(
-    {"BUCKET_NOT_FOUND", "STORAGE_UNREACHABLE", "STORAGE_CREDENTIALS", "MISSING_EXTRA"}
-)
+_SETUP_ERRORS = frozenset({
+    "BUCKET_NOT_FOUND", "STORAGE_UNREACHABLE", "STORAGE_CREDENTIALS", "MISSING_EXTRA",
+    "STORAGE_UNAVAILABLE",
+})  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code: 0, 1 for an error of the command, 2 for
-    one of where the warehouse is (a missing bucket, an endpoint or credentials)."""
+    one of where the warehouse is (a missing bucket, an endpoint or credentials, an outage)."""
     args = _parser().parse_args(argv)
     try:
         result = _run(args)

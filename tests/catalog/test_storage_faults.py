@@ -14,6 +14,7 @@ import pytest
 
 from catalog import Catalog, faults
 from catalog.catalog import StoreTable
+from catalog.cli import main as cli
 from catalog.log import retries
 from stores.errors import StorageUnavailableError
 from tests.emulators.servers import Cloud
@@ -56,6 +57,9 @@ def test_a_sustained_outage_is_one_line_after_the_bounded_attempts(
     assert "\n" not in message and "retry when the storage answers" in message
     assert cloud.server.faults.injected == retries.attempts() == 3  # the library's, no more
     assert capfd.readouterr().err == ""  # no library log line or traceback
+    assert cli(["--root", cloud.root, "describe", "s"]) == 2  # the storage's error, not the command's
+    err = capfd.readouterr().err
+    assert err.startswith("state-store: [STORAGE_UNAVAILABLE] ") and err.count("\n") == 1
 
 
 def arm_at_commit(monkeypatch: pytest.MonkeyPatch, cloud: Cloud, **fail: Any) -> None:
