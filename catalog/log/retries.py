@@ -23,7 +23,8 @@ azure    azure-storage-blob's ``ExponentialRetry(initial_backoff=1, increment_ba
 ``STATE_STORE_STORAGE_READ_TIMEOUT`` override the three (read when a process first opens a
 client). The libraries' log lines (gcsfs logs each exhausted retry at ERROR with its traceback)
 are kept off the terminal unless ``STATE_STORE_DEBUG`` is set or the application configured
-those loggers itself: what reaches the user is one coded line (``catalog.log.cloud``).
+those loggers itself (``LIBRARY_LOGGERS``): what reaches the user is one coded line
+(``catalog.log.cloud``).
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ import os
 import types
 from typing import Any
 
-#: The loggers of the fsspec cloud libraries, which print on their own (gcsfs: every exhausted
-#: retry at ERROR, with its traceback).
-LIBRARY_LOGGERS = ("gcsfs", "s3fs", "adlfs")
+#: The loggers of the cloud libraries that print on their own: the fsspec filesystems (gcsfs:
+#: every exhausted retry at ERROR, with its traceback) and the credential chains (google.auth's
+#: metadata-server probes and azure.identity's failed credentials, at WARNING).
+LIBRARY_LOGGERS = ("gcsfs", "s3fs", "adlfs", "google.auth", "azure.identity")
 
 
 def _number(name: str, default: float, low: float) -> float:

@@ -6,6 +6,8 @@ bounded number of attempts set in ``catalog.log.retries``, and prints nothing.""
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +18,7 @@ from catalog import Catalog, faults
 from catalog.catalog import StoreTable
 from catalog.cli import main as cli
 from catalog.log import retries
-from stores.errors import StorageUnavailableError
+from stores.errors import InvalidOptionError, StorageUnavailableError
 from tests.emulators.servers import Cloud
 
 ROWS = pa.table({"key": ["a", "b"], "value": [1, 2]})
@@ -103,3 +105,33 @@ def test_a_commit_that_cannot_be_checked_says_so(
     assert "was published could not be checked" in str(info.value)
     cloud.server.faults.clear()
     assert Catalog(cloud.root).load("s").log.latest_id() == 2
+
+
+def test_library_loggers_are_quiet_unless_asked_or_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unconfigured library logger stops its records at itself; one the application
+    configured is left alone; ``STATE_STORE_DEBUG`` leaves every one alone."""
+    names = tuple(f"state-store-test-{uuid.uuid4().hex}.{n}" for n in ("plain", "set", "debug"))
+    monkeypatch.setattr(retries, "LIBRARY_LOGGERS", names[:2])
+    logging.getLogger(names[1]).setLevel(logging.WARNING)  # the application's own choice
+    retries.quiet_library_logs()
+    plain, chosen = logging.getLogger(names[0]), logging.getLogger(names[1])
+    assert not plain.propagate and isinstance(plain.handlers[0], logging.NullHandler)
+    assert chosen.propagate and not chosen.handlers
+    monkeypatch.setattr(retries, "LIBRARY_LOGGERS", names[2:])
+    monkeypatch.setenv("STATE_STORE_DEBUG", "1")
+    retries.quiet_library_logs()
+    assert logging.getLogger(names[2]).propagate and not logging.getLogger(names[2]).handlers
+
+
+def test_bad_retry_settings_are_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STATE_STORE_STORAGE_ATTEMPTS", "0")
+    with pytest.raises(InvalidOptionError, match=r"STATE_STORE_STORAGE_ATTEMPTS is '0'; "
+                                                 r"accepted: a number >= 1"):  # fmt: skip
+        retries.client_options("s3")
+    monkeypatch.setenv("STATE_STORE_STORAGE_ATTEMPTS", "5")
+    monkeypatch.setenv("STATE_STORE_STORAGE_CONNECT_TIMEOUT", "2.5")
+    config = retries.client_options("s3")["config_kwargs"]
+    assert config["retries"] == {"total_max_attempts": 5, "mode": "standard"}
+    assert config["connect_timeout"] == 2.5
