@@ -53,6 +53,8 @@ def runs(quick: bool) -> list[tuple[str, list[str]]]:
                 ["changelog_columns.py", "--rows", str(rows)]))  # fmt: skip
     out.append(("Python append from Arrow vs delta-rs write_deltalake (parquet the floor)",
                 ["python_write.py", "--rows", str(rows)]))  # fmt: skip
+    out.append(("storage faults per backend vs each library's default retries",
+                ["storage_faults.py", "--defaults", "--repeat", "1" if quick else "3"]))  # fmt: skip
     out.append(("Kafka Streams: changelog and state dir routes, an application's start",
                 ["kafka_interop.py", "--rows", str(rows), "--kafka"]))  # fmt: skip
     return out
