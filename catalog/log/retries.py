@@ -20,8 +20,8 @@ azure    azure-storage-blob's ``ExponentialRetry(initial_backoff=1, increment_ba
 =======  ===================================================================================
 
 ``STATE_STORE_STORAGE_ATTEMPTS``, ``STATE_STORE_STORAGE_CONNECT_TIMEOUT`` and
-``STATE_STORE_STORAGE_READ_TIMEOUT`` override the three (read when a process first opens a
-client). The libraries' log lines (gcsfs logs each exhausted retry at ERROR with its traceback)
+``STATE_STORE_STORAGE_READ_TIMEOUT`` override the three (read when a client is made: a
+process makes one per environment, so a change of them takes effect at the next ``Catalog``). The libraries' log lines (gcsfs logs each exhausted retry at ERROR with its traceback)
 are kept off the terminal unless ``STATE_STORE_DEBUG`` is set or the application configured
 those loggers itself (``LIBRARY_LOGGERS``): what reaches the user is one coded line
 (``catalog.log.cloud``).

@@ -278,7 +278,8 @@ def _modified_seconds(info: dict[str, Any]) -> float:
 
 
 #: Environment variables that pick a cloud client's endpoint and credentials.
-_CLIENT_ENV = ("AWS_", "GOOGLE_", "STORAGE_EMULATOR_HOST", "GCSFS_", "AZURE_", "FSSPEC_")
+_CLIENT_ENV = ("AWS_", "GOOGLE_", "STORAGE_EMULATOR_HOST", "GCSFS_", "AZURE_", "FSSPEC_",
+               "STATE_STORE_STORAGE_")  # (the bounded waits: catalog.log.retries)
 #: One cloud client per (protocol, what the root's URL configures, that environment) in a
 #: process: a client costs a credential chain and connections (hundreds of ms), and every
 #: ``Catalog`` of a Spark task would otherwise make its own.

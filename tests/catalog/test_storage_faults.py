@@ -44,8 +44,9 @@ def test_a_transient_5xx_is_retried_by_the_library_and_the_write_lands(
 
 
 def test_a_sustained_outage_is_one_line_after_the_bounded_attempts(
-    cloud: Cloud, table: StoreTable, capfd: pytest.CaptureFixture[str]
-) -> None:
+    cloud: Cloud, table: StoreTable, capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
     capfd.readouterr()
     cloud.server.faults.fail(503)
     with pytest.raises(StorageUnavailableError) as info:
@@ -59,13 +60,19 @@ def test_a_sustained_outage_is_one_line_after_the_bounded_attempts(
     assert "\n" not in message and "retry when the storage answers" in message
     assert cloud.server.faults.injected == retries.attempts() == 3  # the library's, no more
     assert capfd.readouterr().err == ""  # no library log line or traceback
+    monkeypatch.setenv("STATE_STORE_STORAGE_ATTEMPTS", "1")  # a client of its own: one attempt
     assert cli(["--root", cloud.root, "describe", "s"]) == 2  # the storage's error, not the command's
     err = capfd.readouterr().err
     assert err.startswith("state-store: [STORAGE_UNAVAILABLE] ") and err.count("\n") == 1
+    assert "after 1 attempt:" in err and cloud.server.faults.injected == 3 + 1
 
 
-def arm_at_commit(monkeypatch: pytest.MonkeyPatch, cloud: Cloud, **fail: Any) -> None:
-    """Fail requests from the moment the commit record is about to be created."""
+def arm_at_commit(monkeypatch: pytest.MonkeyPatch, cloud: Cloud, **fail: Any) -> StoreTable:
+    """The store, opened with one attempt per request (a client of its own, without the
+    retries' waits, which the test above counts), failing requests from the moment its
+    commit record is about to be created."""
+    monkeypatch.setenv("STATE_STORE_STORAGE_ATTEMPTS", "1")
+    table = Catalog(cloud.root).load("s")
     point = faults.point
 
     def armed(step: str) -> None:
@@ -74,6 +81,7 @@ def arm_at_commit(monkeypatch: pytest.MonkeyPatch, cloud: Cloud, **fail: Any) ->
         point(step)
 
     monkeypatch.setattr(faults, "point", armed)
+    return table
 
 
 def test_a_commit_whose_create_fails_says_it_was_not_published_having_checked(
@@ -84,9 +92,9 @@ def test_a_commit_whose_create_fails_says_it_was_not_published_having_checked(
     follows is served: the commit is known not to be published. The write's clean-up, failing
     too, does not hide that."""
     capfd.readouterr()
-    arm_at_commit(monkeypatch, cloud, methods=("PUT", "POST"))
+    one_attempt = arm_at_commit(monkeypatch, cloud, methods=("PUT", "POST"))
     with pytest.raises(StorageUnavailableError) as info:
-        table.append(pa.table({"key": ["c"], "value": [3]}))
+        one_attempt.append(pa.table({"key": ["c"], "value": [3]}))
     assert info.value.operation == "commit" and info.value.committed is False
     assert "commit 3 was not published (checked: the log does not hold it)" in str(info.value)
     assert capfd.readouterr().err == ""
@@ -97,9 +105,9 @@ def test_a_commit_whose_create_fails_says_it_was_not_published_having_checked(
 def test_a_commit_that_cannot_be_checked_says_so(
     cloud: Cloud, table: StoreTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    arm_at_commit(monkeypatch, cloud)
+    one_attempt = arm_at_commit(monkeypatch, cloud)
     with pytest.raises(StorageUnavailableError) as info:
-        table.append(pa.table({"key": ["c"], "value": [3]}))
+        one_attempt.append(pa.table({"key": ["c"], "value": [3]}))
     assert info.value.operation == "commit" and info.value.committed is None
     assert "whether commit 3 (write " in str(info.value)
     assert "was published could not be checked" in str(info.value)

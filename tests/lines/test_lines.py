@@ -54,6 +54,9 @@ HEAVY = (
     # runs on every line.
     "tests/spark/test_erase.py::test_an_erasure_from_spark_refuses_bad_input_by_name",
     "tests/spark/test_erase.py::test_a_read_refuses_the_erase_options",
+    # Python writes against Spark writes of the same rows, every kind: the Python path takes no
+    # Spark, and the Spark writes it is compared with run on every line in the other tests.
+    "tests/spark/test_python_writes_spark.py",
 )
 #: The lines whose Spark-facing tests run here: those on which the connector takes a fallback
 #: (``datasource.spark_features``). The others take the code paths of the Spark the whole

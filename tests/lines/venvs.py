@@ -33,8 +33,9 @@ REPO = Path(__file__).resolve().parents[2]
 #: What the wheel is built from: the files under these that git does not ignore (all of them if
 #: the checkout is no git work tree).
 SOURCES = ("pyproject.toml", "README.md", "pyspark_state_store.py", "stores", "catalog", "datasource")
-#: The test tools a line's tests need, by name; their versions come from the ``test`` extra.
-TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis")
+#: The test tools (and the libraries the Python-write tests and README blocks import) a line's
+#: tests need, by name; their versions come from the ``test`` extra.
+TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis", "polars", "duckdb")
 
 
 class LineSetupError(RuntimeError):
