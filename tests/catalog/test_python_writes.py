@@ -112,6 +112,19 @@ def test_an_append_reads_as_the_same_rows_staged_and_committed(
         assert everything(table) == everything(reference), form
 
 
+def test_the_last_row_of_a_key_wins_across_runs_and_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(python_write, "RUN_BYTES", 256)
+    table = new_store(tmp_path, "w", "keyvalue")
+    n = 3000
+    record = table.append(pa.table({"key": [f"k{i % 7}" for i in range(n)], "value": list(range(n))}))
+    assert record is not None and len({f.path for f in record.files}) > 50
+    assert sorted((r["key"], r["value"]) for r in table.to_arrow().to_pylist()) == sorted(
+        (f"k{i % 7}", i) for i in range(n - 7, n)
+    )
+
+
 def test_overwrite_replaces_the_contents_and_history_keeps_the_old(tmp_path: Path) -> None:
     table = new_store(tmp_path, "w", "keyvalue")
     table.append(pa.table({"key": ["a", "b"], "value": [1, 2]}))
