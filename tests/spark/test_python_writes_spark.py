@@ -26,12 +26,14 @@ def test_a_python_append_reads_as_a_spark_write_of_the_same_rows(
         catalog = Catalog(str(tmp_path / name), cache_dir=str(tmp_path / "cache"))
         stores[name] = catalog.create_store("s", kind, "string", "long", 2, partitioner="kafka",
                                             **params)  # fmt: skip
-    for seed in (1, 2):
-        rows = rows_of(variant, seed)
-        spark.createDataFrame(rows).coalesce(1).write.format("state_store").option(
-            "root", str(tmp_path / "spark")
-        ).option("store", "s").mode("append").save()
-        stores["python"].append(FORMS["pandas"](rows) if seed == 1 else rows)
+    # One write each of the same rows (a write applies its rows in time order for the kinds
+    # that keep a time, so the rows go in one write on both sides; one task: a key-value
+    # store's rows of one key in one order).
+    rows = rows_of(variant, seed=1, n=400)
+    spark.createDataFrame(rows).coalesce(1).write.format("state_store").option(
+        "root", str(tmp_path / "spark")
+    ).option("store", "s").mode("append").save()
+    stores["python"].append(FORMS["pandas"](rows))
     spark_store = Catalog(str(tmp_path / "spark"), cache_dir=str(tmp_path / "cache")).load("s")
-    assert spark_store.log.latest_id() == 3
+    assert spark_store.log.latest_id() == 2
     assert everything(stores["python"]) == everything(spark_store)
