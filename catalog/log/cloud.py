@@ -305,31 +305,28 @@ class ObjectStoreStorage(Storage):
                 f"its endpoint does not answer ({type(exc).__name__}); check the endpoint, or "
                 f"{CREDENTIALS_HINT[self.backend]}",
             )
-        if _http_status(exc) in _UNAVAILABLE_STATUS or names & _LOST_ERRORS:
-            return self.unavailable(operation, exc)
+        http = _http_status(exc)
+        if http in _UNAVAILABLE_STATUS or names & _LOST_ERRORS:
+            return self._unavailable(operation, exc, http)
         return None
 
-    def unavailable(
-        self, operation: str, exc: BaseException, outcome: str | None = None,
-        committed: bool | None = None,
-    ) -> StorageUnavailableError:  # fmt: skip
+    def _unavailable(
+        self, operation: str, exc: BaseException, http: int | None
+    ) -> StorageUnavailableError:
         """The one line of a request that failed after the library's retries: the root, the
-        backend and endpoint, what failed, the first line of why, what it means for the data
-        (``outcome``: by default, nothing was committed by it) and what to do."""
+        backend and endpoint, what failed, the first line of why (``http``: its status), what
+        it means for the data (a commit says more: ``StorageUnavailableError.of_commit``) and
+        what to do."""
         endpoint = f" at {self.endpoint}" if self._fs is not None else ""
-        status = _http_status(exc)
         why = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
-        why = f"{type(exc).__name__}{f' {status}' if status else ''}{f': {why}' if why else ''}"
+        why = f"{type(exc).__name__}{f' {http}' if http else ''}{f': {why}' if why else ''}"
         tries = retries.attempts()
-        outcome = outcome or (
-            "nothing was written" if operation in ("read", "list") else "nothing was committed"
-        )
+        outcome = "nothing was written" if operation in ("read", "list") else "nothing was committed"
         return StorageUnavailableError(
             f"the {self.backend} storage of {self.root}{endpoint}", operation,
             f"after {tries} attempt{'s' if tries > 1 else ''}: {why}", outcome,
             "retry when the storage answers (STATE_STORE_STORAGE_ATTEMPTS sets the attempts, "
             "STATE_STORE_DEBUG=1 shows the library's own log)",
-            committed,
         )  # fmt: skip
 
     def _error(self, code: str, what: str) -> InvalidOptionError:

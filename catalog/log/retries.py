@@ -21,8 +21,9 @@ azure    azure-storage-blob's ``ExponentialRetry(initial_backoff=1, increment_ba
 
 ``STATE_STORE_STORAGE_ATTEMPTS``, ``STATE_STORE_STORAGE_CONNECT_TIMEOUT`` and
 ``STATE_STORE_STORAGE_READ_TIMEOUT`` override the three (read when a client is made: a
-process makes one per environment, so a change of them takes effect at the next ``Catalog``). The libraries' log lines (gcsfs logs each exhausted retry at ERROR with its traceback)
-are kept off the terminal unless ``STATE_STORE_DEBUG`` is set or the application configured
+process makes one per environment, so a change of them takes effect at the next
+``Catalog``). The libraries' log lines (gcsfs logs each exhausted retry at ERROR with its
+traceback) are kept off the terminal unless ``STATE_STORE_DEBUG`` is set or the application configured
 those loggers itself (``LIBRARY_LOGGERS``): what reaches the user is one coded line
 (``catalog.log.cloud``).
 """
@@ -33,6 +34,8 @@ import logging
 import os
 import types
 from typing import Any
+
+from stores.errors import InvalidOptionError
 
 #: The loggers of the cloud libraries that print on their own: the fsspec filesystems (gcsfs:
 #: every exhausted retry at ERROR, with its traceback) and the credential chains (google.auth's
@@ -50,8 +53,6 @@ def _number(name: str, default: float, low: float) -> float:
     except ValueError:
         value = low - 1
     if value < low:
-        from stores.errors import InvalidOptionError
-
         raise InvalidOptionError(
             f"environment variable {name} is {given!r}; accepted: a number >= {low:g}",
             code="INVALID_OPTION",

@@ -50,8 +50,6 @@ HEADERS_ARROW = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())
 class WriteColumns:
     """What a write's columns are, once checked against its store (``check_columns``)."""
 
-    #: The time columns the write gives (epoch ms or timestamps), converted to ms as staged.
-    times: tuple[str, ...]
     #: A history-shaped write's interval columns; None for one of records.
     intervals: IntervalColumns | None = None
 
@@ -160,7 +158,7 @@ def check_columns(
             f"does not take; accepted: {', '.join(sorted(accepted))}{hint}",
             code="UNEXPECTED_COLUMN",
         )
-    return WriteColumns(tuple(times), names if intervals else None)
+    return WriteColumns(names if intervals else None)
 
 
 #: Units of an Arrow timestamp per millisecond (seconds: a thousandth of one).
